@@ -1,0 +1,427 @@
+//! Where generators get the time: the `Clock` trait and its implementations.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::primitive::{AtomicU64, Ordering};
+
+/// The generator's only source of time, so tests and simulations can inject one.
+///
+/// A clock returns Unix time in milliseconds. It may go backwards (a wall clock
+/// does when it is stepped); the generator's
+/// [`OnClockBehind`](crate::OnClockBehind) policy decides what happens then.
+///
+/// ```
+/// use flakeid::Clock;
+///
+/// /// A clock that always reads the same instant.
+/// struct Frozen(u64);
+///
+/// impl Clock for Frozen {
+///     fn now_ms(&self) -> u64 {
+///         self.0
+///     }
+/// }
+///
+/// assert_eq!(Frozen(42).now_ms(), 42);
+/// ```
+pub trait Clock: Send + Sync {
+    /// The current time in milliseconds since 1970-01-01T00:00:00Z.
+    fn now_ms(&self) -> u64;
+}
+
+impl<C: Clock + ?Sized> Clock for &C {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Box<C> {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+}
+
+fn system_now_ms() -> u64 {
+    // Before 1970 reads as 1970; past u64 ms is not a real wall clock.
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The plain wall clock (`SystemTime::now`).
+///
+/// IDs follow wall time exactly, including its steps backwards, so pair it
+/// with an [`OnClockBehind`](crate::OnClockBehind) policy you have chosen.
+/// [`MonotonicClock`] is the default and never goes backwards.
+///
+/// ```
+/// use flakeid::{Clock, SystemClock};
+///
+/// assert!(SystemClock.now_ms() > 1_700_000_000_000);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        system_now_ms()
+    }
+}
+
+/// A settable clock shared between threads, for tests and simulations.
+///
+/// Clones share one time. It goes wherever it is set, backwards included.
+///
+/// ```
+/// use flakeid::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new(1_000);
+/// let shared = clock.clone();
+/// shared.advance(Duration::from_millis(5));
+/// assert_eq!(clock.now_ms(), 1_005);
+/// clock.rewind(Duration::from_millis(10));
+/// assert_eq!(shared.now_ms(), 995);
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    ms: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// A clock that reads `unix_ms` until it is moved.
+    pub fn new(unix_ms: u64) -> ManualClock {
+        ManualClock {
+            ms: Arc::new(AtomicU64::new(unix_ms)),
+        }
+    }
+
+    /// Sets the time.
+    pub fn set_ms(&self, unix_ms: u64) {
+        self.ms.store(unix_ms, Ordering::SeqCst);
+    }
+
+    /// Moves the time forward (saturating at `u64::MAX` ms).
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        let _ = self
+            .ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |ms| {
+                Some(ms.saturating_add(by))
+            });
+    }
+
+    /// Moves the time backwards (saturating at 0).
+    pub fn rewind(&self, by: Duration) {
+        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        let _ = self
+            .ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |ms| {
+                Some(ms.saturating_sub(by))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        self.ms.load(Ordering::SeqCst)
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("ms", &self.now_ms())
+            .finish()
+    }
+}
+
+/// Milliseconds per nanosecond, 1/1024 slower than real time, as a 64.64
+/// fixed-point multiplier: `ms = ns * SLOW_MS_PER_NS >> 64`.
+const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
+
+/// The default clock: a TSC-based monotonic clock (via `quanta`) anchored to
+/// the wall clock when created. It never goes backwards.
+///
+/// # How it keeps to wall time
+///
+/// A reading is `anchor + elapsed`, where `elapsed` is the monotonic time since
+/// creation, deliberately run 1/1024 (about 0.1%) slow. Every second (of its own
+/// time) a reading also consults the wall clock, and if the wall clock is ahead
+/// it moves the anchor forward to match. It never moves the anchor back. So:
+///
+/// - **Wall clock stepped forward** by `d`: within about a second the clock
+///   jumps forward by `d` too (IDs skip those milliseconds, which is harmless).
+/// - **Wall clock stepped back** by `d`: the clock keeps counting from where it
+///   was, `d` ahead of the wall clock, and closes the gap at the 0.1% slow rate
+///   (about 3.5 s per hour), after which it follows the wall clock again.
+/// - **Drift**: the slow rate exceeds the rate error of a calibrated TSC plus the
+///   500 ppm that NTP may slew the wall clock, so the clock runs behind the wall
+///   clock between checks and is pulled forward at each. Apart from the step-back
+///   case it stays within about 2 ms behind wall time and never ahead of it.
+///
+/// A reading costs a TSC read, a multiply and two relaxed loads of words that
+/// change about once a second (see `benches/` for the measured cost).
+///
+/// Calibrating the TSC happens once per process and can take up to 200 ms.
+///
+/// ```
+/// use flakeid::{Clock, MonotonicClock, SystemClock};
+///
+/// let clock = MonotonicClock::new();
+/// let a = clock.now_ms();
+/// let b = clock.now_ms();
+/// assert!(b >= a);
+/// assert!(SystemClock.now_ms().abs_diff(a) < 1_000);
+/// ```
+pub struct MonotonicClock<W: Clock = SystemClock> {
+    source: quanta::Clock,
+    /// Raw counter value at creation.
+    start: u64,
+    /// Unix ms at `start`; only ever increases.
+    anchor_ms: AtomicU64,
+    /// Slow-elapsed ms at which a reading next consults the wall clock.
+    next_check_ms: AtomicU64,
+    check_every_ms: u64,
+    wall: W,
+}
+
+impl MonotonicClock {
+    /// Anchors a new clock to the system wall clock.
+    pub fn new() -> MonotonicClock {
+        MonotonicClock::with_wall(SystemClock)
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        MonotonicClock::new()
+    }
+}
+
+impl<W: Clock> MonotonicClock<W> {
+    /// Anchors a new clock to `wall` instead of the system wall clock, for
+    /// tests and simulations of wall-clock steps.
+    ///
+    /// ```
+    /// use flakeid::{Clock, ManualClock, MonotonicClock};
+    /// use std::time::Duration;
+    ///
+    /// let wall = ManualClock::new(1_700_000_000_000);
+    /// let clock = MonotonicClock::with_wall(wall.clone());
+    /// let before = clock.now_ms();
+    /// wall.rewind(Duration::from_secs(3600));
+    /// assert!(clock.now_ms() >= before); // a step back is ignored
+    /// ```
+    pub fn with_wall(wall: W) -> MonotonicClock<W> {
+        MonotonicClock::from_parts(quanta::Clock::new(), wall, Duration::from_secs(1))
+    }
+
+    fn from_parts(source: quanta::Clock, wall: W, check_every: Duration) -> MonotonicClock<W> {
+        let start = source.raw();
+        let check_every_ms = u64::try_from(check_every.as_millis()).unwrap_or(u64::MAX);
+        MonotonicClock {
+            anchor_ms: AtomicU64::new(wall.now_ms()),
+            next_check_ms: AtomicU64::new(check_every_ms),
+            check_every_ms,
+            source,
+            start,
+            wall,
+        }
+    }
+
+    /// Slow milliseconds since creation.
+    #[inline]
+    fn elapsed_ms(&self) -> u64 {
+        let ns = self.source.delta_as_nanos(self.start, self.source.raw());
+        ((u128::from(ns) * SLOW_MS_PER_NS) >> 64) as u64
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_wall(&self, elapsed: u64) -> u64 {
+        // Several threads may check at once; each check is correct on its own.
+        self.next_check_ms.store(
+            elapsed.saturating_add(self.check_every_ms),
+            Ordering::Relaxed,
+        );
+        let wall = self.wall.now_ms();
+        let anchor = self.anchor_ms.load(Ordering::Relaxed);
+        if wall > anchor.saturating_add(elapsed) {
+            let wanted = wall - elapsed;
+            return self
+                .anchor_ms
+                .fetch_max(wanted, Ordering::Relaxed)
+                .max(wanted)
+                .saturating_add(elapsed);
+        }
+        anchor.saturating_add(elapsed)
+    }
+}
+
+impl<W: Clock> Clock for MonotonicClock<W> {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        let elapsed = self.elapsed_ms();
+        if elapsed >= self.next_check_ms.load(Ordering::Relaxed) {
+            return self.check_wall(elapsed);
+        }
+        self.anchor_ms
+            .load(Ordering::Relaxed)
+            .saturating_add(elapsed)
+    }
+}
+
+/// A clone reads the same time as the original at the moment of cloning and
+/// then keeps its own anchor; each stays monotonic on its own.
+impl<W: Clock + Clone> Clone for MonotonicClock<W> {
+    fn clone(&self) -> Self {
+        MonotonicClock {
+            source: self.source.clone(),
+            start: self.start,
+            anchor_ms: AtomicU64::new(self.anchor_ms.load(Ordering::Relaxed)),
+            next_check_ms: AtomicU64::new(self.next_check_ms.load(Ordering::Relaxed)),
+            check_every_ms: self.check_every_ms,
+            wall: self.wall.clone(),
+        }
+    }
+}
+
+impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MonotonicClock")
+            .field("anchor_ms", &self.anchor_ms.load(Ordering::Relaxed))
+            .field("wall", &self.wall)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use super::*;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn mocked() -> (MonotonicClock<ManualClock>, Arc<quanta::Mock>, ManualClock) {
+        let (source, mock) = quanta::Clock::mock();
+        let wall = ManualClock::new(T0);
+        let clock = MonotonicClock::from_parts(source, wall.clone(), Duration::from_secs(1));
+        (clock, mock, wall)
+    }
+
+    /// Moves both the monotonic source and the wall clock forward in real time.
+    fn pass(mock: &quanta::Mock, wall: &ManualClock, ms: u64) {
+        mock.increment(Duration::from_millis(ms));
+        wall.advance(Duration::from_millis(ms));
+    }
+
+    #[test]
+    fn starts_at_the_wall_clock_and_runs_slightly_slow() {
+        let (clock, mock, _wall) = mocked();
+        assert_eq!(clock.now_ms(), T0);
+        mock.increment(Duration::from_millis(999));
+        // 999 ms of real time read as 998 ms: 1/1024 slow.
+        assert_eq!(clock.now_ms(), T0 + 998);
+    }
+
+    #[test]
+    fn follows_a_forward_wall_step_within_a_second() {
+        let (clock, mock, wall) = mocked();
+        pass(&mock, &wall, 10);
+        wall.advance(Duration::from_secs(60));
+        // Before the next check the step is not seen yet...
+        assert!(clock.now_ms() < T0 + 60_000);
+        // ...and after it, the clock has jumped forward to the wall clock.
+        pass(&mock, &wall, 1_000);
+        assert_eq!(clock.now_ms(), wall.now_ms());
+    }
+
+    #[test]
+    fn ignores_a_backward_wall_step_and_closes_the_gap_slowly() {
+        let (clock, mock, wall) = mocked();
+        pass(&mock, &wall, 5_000);
+        let before = clock.now_ms();
+        wall.rewind(Duration::from_secs(10));
+        let mut last = before;
+        // An hour of real time in one-second steps: never backwards.
+        for _ in 0..3_600 {
+            pass(&mock, &wall, 1_000);
+            let now = clock.now_ms();
+            assert!(now >= last);
+            last = now;
+        }
+        // The 10 s lead shrank by about 3.5 s (1/1024 of an hour).
+        let lead = last - wall.now_ms();
+        assert!((6_400..=6_600).contains(&lead), "lead {lead} ms");
+    }
+
+    #[test]
+    fn stays_within_two_ms_of_a_steady_wall_clock() {
+        let (clock, mock, wall) = mocked();
+        for step in [1, 7, 250, 999, 1_000, 1_001, 3_000] {
+            for _ in 0..200 {
+                pass(&mock, &wall, step);
+                let lag = wall.now_ms() as i64 - clock.now_ms() as i64;
+                assert!((0..=2).contains(&lag), "lag {lag} at step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn never_goes_backwards_across_threads_and_checks() {
+        let (source, mock) = quanta::Clock::mock();
+        let wall = ManualClock::new(T0);
+        let clock = MonotonicClock::from_parts(source, wall.clone(), Duration::from_millis(1));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..20_000u64 {
+                    mock.increment(Duration::from_micros(100));
+                    if i % 1_000 == 0 {
+                        wall.set_ms(T0 + (i % 3_000) * 7);
+                    }
+                }
+            });
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut last = 0;
+                    for _ in 0..20_000 {
+                        let now = clock.now_ms();
+                        assert!(now >= last, "{now} < {last}");
+                        last = now;
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "quanta reads the TSC, which Miri cannot")]
+    fn real_clock_tracks_system_time() {
+        let clock = MonotonicClock::new();
+        let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
+        assert!(diff <= 50, "{diff} ms apart");
+    }
+
+    #[test]
+    fn manual_clock_saturates() {
+        let clock = ManualClock::new(5);
+        clock.rewind(Duration::from_millis(10));
+        assert_eq!(clock.now_ms(), 0);
+        clock.set_ms(u64::MAX - 1);
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(clock.now_ms(), u64::MAX);
+    }
+}

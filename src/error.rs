@@ -1,0 +1,414 @@
+//! Error types. Each one names what was wrong and the limit it broke.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A [`Layout`](crate::Layout) could not be built from the given parameters.
+///
+/// ```
+/// use flakeid::{Layout, LayoutError};
+///
+/// let err = Layout::builder()
+///     .epoch_ms(1_288_834_974_657)
+///     .timestamp_bits(41)
+///     .node("worker", 20)
+///     .sequence(12)
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err, LayoutError::TooWide { bits: 73 });
+/// assert_eq!(err.to_string(), "the fields take 73 bits, more than the 64 of an ID");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// A required parameter was not given (`"epoch"`, `"timestamp"` or `"sequence"`).
+    Missing {
+        /// The parameter that is missing.
+        what: &'static str,
+    },
+    /// A field was given a width of zero bits.
+    ZeroWidth {
+        /// The field's name.
+        field: String,
+    },
+    /// All fields together take more than 64 bits.
+    TooWide {
+        /// The bits the fields take together.
+        bits: u32,
+    },
+    /// Two fields share a name, or a second sequence or clock-id field was added.
+    /// The timestamp, sequence and clock-id fields are named `timestamp`,
+    /// `sequence` and `clock_id`.
+    DuplicateField {
+        /// The repeated name.
+        field: String,
+    },
+    /// A node field was given an empty name.
+    EmptyName,
+    /// The time unit is zero milliseconds.
+    ZeroUnit,
+    /// The epoch lies after the current wall-clock time.
+    EpochInFuture {
+        /// The epoch, in Unix milliseconds.
+        epoch_ms: u64,
+        /// The wall clock when the layout was built, in Unix milliseconds.
+        now_ms: u64,
+    },
+    /// The timestamp field reaches past the largest Unix millisecond a `u64` holds.
+    TimestampTooLong {
+        /// The timestamp width in bits.
+        bits: u32,
+        /// The time unit in milliseconds.
+        unit_ms: u64,
+    },
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayoutError::Missing { what } => write!(f, "the layout has no {what}"),
+            LayoutError::ZeroWidth { field } => write!(f, "field `{field}` has a width of 0 bits"),
+            LayoutError::TooWide { bits } => {
+                write!(f, "the fields take {bits} bits, more than the 64 of an ID")
+            }
+            LayoutError::DuplicateField { field } => {
+                write!(f, "field `{field}` appears more than once")
+            }
+            LayoutError::EmptyName => write!(f, "a node field has an empty name"),
+            LayoutError::ZeroUnit => write!(f, "the time unit is 0 ms"),
+            LayoutError::EpochInFuture { epoch_ms, now_ms } => write!(
+                f,
+                "the epoch ({epoch_ms} ms) is in the future (now: {now_ms} ms since 1970)"
+            ),
+            LayoutError::TimestampTooLong { bits, unit_ms } => write!(
+                f,
+                "a {bits}-bit timestamp of {unit_ms} ms units reaches past the year 584 million"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+/// A value does not fit a field of a [`Layout`](crate::Layout), or an ID does not
+/// belong to the layout.
+///
+/// ```
+/// use flakeid::{FieldError, Layout};
+///
+/// let err = Layout::twitter().node_id_from_fields([("datacenter", 40)]).unwrap_err();
+/// assert_eq!(
+///     err,
+///     FieldError::OutOfRange { field: "datacenter".into(), value: 40, max: 31 }
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FieldError {
+    /// A value is larger than its field can hold.
+    OutOfRange {
+        /// The field's name (`node` for a whole node id).
+        field: String,
+        /// The value given.
+        value: u64,
+        /// The largest value the field holds.
+        max: u64,
+    },
+    /// The layout has no field of that name.
+    UnknownField {
+        /// The name given.
+        field: String,
+    },
+    /// The layout has no field of that kind (for example no clock-id field).
+    NoSuchField {
+        /// `"clock_id"` or `"node"`.
+        field: &'static str,
+    },
+    /// The ID sets bits above the layout's fields, so this layout did not make it.
+    UnusedBitsSet {
+        /// The ID.
+        id: u64,
+        /// The bits the layout's fields take.
+        layout_bits: u32,
+    },
+    /// A time lies before the layout's epoch.
+    BeforeEpoch {
+        /// The time, in Unix milliseconds.
+        unix_ms: u64,
+        /// The epoch, in Unix milliseconds.
+        epoch_ms: u64,
+    },
+    /// A time lies after the last instant the layout can encode.
+    AfterLifetime {
+        /// The time, in Unix milliseconds.
+        unix_ms: u64,
+        /// The last encodable instant, in Unix milliseconds.
+        last_ms: u64,
+    },
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldError::OutOfRange { field, value, max } => {
+                write!(f, "{field} {value} is out of range (0..={max})")
+            }
+            FieldError::UnknownField { field } => write!(f, "the layout has no field `{field}`"),
+            FieldError::NoSuchField { field } => write!(f, "the layout has no {field} field"),
+            FieldError::UnusedBitsSet { id, layout_bits } => write!(
+                f,
+                "id {id} sets bits above the layout's {layout_bits}; it was not made with this layout"
+            ),
+            FieldError::BeforeEpoch { unix_ms, epoch_ms } => {
+                write!(f, "time {unix_ms} ms is before the epoch ({epoch_ms} ms)")
+            }
+            FieldError::AfterLifetime { unix_ms, last_ms } => write!(
+                f,
+                "time {unix_ms} ms is after the layout's last instant ({last_ms} ms)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// A generator could not be built from the given configuration.
+///
+/// ```
+/// use flakeid::{BuildError, Generator, Layout, OnExhausted};
+///
+/// // Twitter's layout has no clock-id field to move to.
+/// let err = Generator::builder(Layout::twitter())
+///     .node_id(1)
+///     .on_exhausted(OnExhausted::NextClock)
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err, BuildError::NeedsClockIdField { policy: "OnExhausted::NextClock" });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A node or clock id does not fit the layout.
+    Field(FieldError),
+    /// A `NextClock` policy was chosen for a layout without a clock-id field.
+    NeedsClockIdField {
+        /// The policy, for example `"OnClockBehind::NextClock"`.
+        policy: &'static str,
+    },
+    /// `OnExhausted::NextClock` keeps IDs ordered only when the clock-id field
+    /// sits above the sequence field.
+    ClockIdBelowSequence,
+    /// `OnExhausted::Borrow { max_ahead }` is shorter than one time unit, so it
+    /// could never borrow.
+    BorrowTooShort {
+        /// The allowance given.
+        max_ahead: Duration,
+        /// The layout's time unit in milliseconds.
+        unit_ms: u64,
+    },
+    /// The random sequence start bound is 0 or larger than a tick's capacity.
+    RandomStartOutOfRange {
+        /// The bound given.
+        bound: u64,
+        /// The sequence values in one tick.
+        capacity: u64,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Field(e) => e.fmt(f),
+            BuildError::NeedsClockIdField { policy } => {
+                write!(f, "{policy} needs a layout with a clock-id field")
+            }
+            BuildError::ClockIdBelowSequence => write!(
+                f,
+                "OnExhausted::NextClock needs the clock-id field above the sequence field"
+            ),
+            BuildError::BorrowTooShort { max_ahead, unit_ms } => write!(
+                f,
+                "OnExhausted::Borrow max_ahead of {max_ahead:?} is shorter than the {unit_ms} ms time unit"
+            ),
+            BuildError::RandomStartOutOfRange { bound, capacity } => write!(
+                f,
+                "random sequence start bound {bound} is out of range (1..={capacity})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Field(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<FieldError> for BuildError {
+    fn from(e: FieldError) -> Self {
+        BuildError::Field(e)
+    }
+}
+
+/// An ID could not be issued.
+///
+/// `try_next_id` returns these; `next_id` waits through the ones a policy says to
+/// wait for and panics on the rest (see [`Generator::next_id`](crate::Generator::next_id)).
+///
+/// ```
+/// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnExhausted};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let clock = ManualClock::new(1_700_000_000_000);
+/// let layout = Layout::builder()
+///     .epoch_ms(1_600_000_000_000)
+///     .timestamp_bits(41)
+///     .node("worker", 10)
+///     .sequence(1)
+///     .build()?;
+/// let generator = Generator::builder(layout)
+///     .clock(clock)
+///     .on_exhausted(OnExhausted::Error)
+///     .build()?;
+/// generator.try_next_id()?;
+/// generator.try_next_id()?;
+/// // Two sequence values per millisecond, and the clock stands still.
+/// assert!(matches!(
+///     generator.try_next_id(),
+///     Err(GenerateError::SequenceExhausted { .. })
+/// ));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GenerateError {
+    /// The current tick's sequence is used up and the policy says not to wait
+    /// (`OnExhausted::Error`), or (from `poll_id`) an ID needs a later tick.
+    SequenceExhausted {
+        /// About how long until the next tick can be used.
+        retry_after: Duration,
+    },
+    /// The clock reads earlier than the last issued timestamp and the policy
+    /// says to refuse (`OnClockBehind::Error`), or the wait it allowed
+    /// (`OnClockBehind::Wait`) ran out, or (from `poll_id`) it says to wait.
+    ClockBehind {
+        /// How far the clock is behind.
+        behind: Duration,
+    },
+    /// The clock is past the last instant the layout can encode.
+    Expired {
+        /// The layout's last instant, in Unix milliseconds.
+        last_ms: u64,
+    },
+}
+
+impl GenerateError {
+    /// True if waiting may clear the condition (an exhausted tick or a clock
+    /// behind); false once the layout's lifetime is over.
+    ///
+    /// ```
+    /// use flakeid::GenerateError;
+    /// use std::time::Duration;
+    ///
+    /// assert!(GenerateError::SequenceExhausted { retry_after: Duration::from_millis(1) }.is_transient());
+    /// assert!(!GenerateError::Expired { last_ms: 0 }.is_transient());
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, GenerateError::Expired { .. })
+    }
+}
+
+impl fmt::Display for GenerateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GenerateError::SequenceExhausted { retry_after } => write!(
+                f,
+                "the sequence of the current tick is used up (next tick in about {retry_after:?})"
+            ),
+            GenerateError::ClockBehind { behind } => {
+                write!(
+                    f,
+                    "the clock is {behind:?} behind the last issued timestamp"
+                )
+            }
+            GenerateError::Expired { last_ms } => write!(
+                f,
+                "the clock is past the layout's last instant ({last_ms} ms since 1970)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for GenerateError {}
+
+/// A string is not the decimal form of an [`Id`](crate::Id).
+///
+/// ```
+/// use flakeid::{Id, ParseIdError};
+///
+/// assert_eq!("".parse::<Id>(), Err(ParseIdError::Empty));
+/// assert_eq!(
+///     "12a4".parse::<Id>(),
+///     Err(ParseIdError::InvalidCharacter { position: 2, character: 'a' })
+/// );
+/// assert_eq!("18446744073709551616".parse::<Id>(), Err(ParseIdError::Overflow));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParseIdError {
+    /// The string is empty.
+    Empty,
+    /// A character is not a digit of the form being parsed.
+    InvalidCharacter {
+        /// Its byte offset in the string.
+        position: usize,
+        /// The character.
+        character: char,
+    },
+    /// The number is larger than 2^64 - 1.
+    Overflow,
+}
+
+impl fmt::Display for ParseIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseIdError::Empty => write!(f, "cannot parse an id from an empty string"),
+            ParseIdError::InvalidCharacter {
+                position,
+                character,
+            } => write!(f, "invalid character {character:?} at position {position}"),
+            ParseIdError::Overflow => write!(f, "the number is larger than 2^64 - 1"),
+        }
+    }
+}
+
+impl std::error::Error for ParseIdError {}
+
+/// An [`Id`](crate::Id) does not fit an `i64`, or an `i64` is negative.
+///
+/// ```
+/// use flakeid::Id;
+///
+/// assert!(i64::try_from(Id::from(u64::MAX)).is_err());
+/// assert!(Id::try_from(-1_i64).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvertIdError {
+    pub(crate) negative: bool,
+}
+
+impl fmt::Display for ConvertIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negative {
+            write!(f, "a negative integer is not an id")
+        } else {
+            write!(f, "the id is larger than i64::MAX")
+        }
+    }
+}
+
+impl std::error::Error for ConvertIdError {}

@@ -1,0 +1,370 @@
+//! The lock-free generator: one padded `AtomicU64`, advanced by compare-and-swap.
+
+use std::fmt;
+
+use crossbeam_utils::CachePadded;
+
+use super::plan::{Plan, Stall, Step};
+use super::stats::{Counters, Stats};
+use super::wait::{self, Reserve};
+use super::{Builder, IdBatch, IdGenerator};
+use crate::clock::{Clock, MonotonicClock};
+use crate::error::GenerateError;
+use crate::id::Id;
+use crate::layout::Layout;
+use crate::primitive::{AtomicU64, Backoff, Ordering};
+
+/// The lock-free ID generator. Share it by reference (or `Arc`) across threads.
+///
+/// Every call is one compare-and-swap on one word in the common case; no path
+/// takes a lock. See the [crate docs](crate#guarantees) for what it guarantees.
+///
+/// ```
+/// use flakeid::{Generator, Layout};
+/// use std::collections::HashSet;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let generator = Generator::builder(Layout::twitter()).node_id(42).build()?;
+/// let ids: Vec<_> = std::thread::scope(|s| {
+///     let handles: Vec<_> = (0..4)
+///         .map(|_| s.spawn(|| (0..1000).map(|_| generator.next_id()).collect::<Vec<_>>()))
+///         .collect();
+///     handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+/// });
+/// assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 4000);
+/// let decoded = generator.layout().decode(ids[0])?;
+/// assert_eq!(decoded.node_id(), 42);
+/// # Ok(())
+/// # }
+/// ```
+pub struct Generator<C = MonotonicClock> {
+    /// The last ID handed out, without its node bits: the layout's timestamp,
+    /// sequence and clock-id fields in their ID positions, other bits zero.
+    /// For Twitter's layout:
+    ///
+    /// ```text
+    ///  63  62                        22 21        12 11          0
+    /// +---+----------------------------+------------+-------------+
+    /// | 0 | timestamp (ms since epoch) | 0 (node)   | sequence    |
+    /// +---+----------------------------+------------+-------------+
+    /// ```
+    ///
+    /// Every successful compare-and-swap moves it to a strictly larger value
+    /// (except `OnClockBehind::NextClock`, which moves the timestamp back with a
+    /// fresh clock id), so the IDs it hands out are unique and ordered by the
+    /// CAS's place in the word's modification order. Padded to its own cache
+    /// line so neighbours do not share its contention.
+    state: CachePadded<AtomicU64>,
+    plan: Plan,
+    clock: C,
+    counters: Option<Box<Counters>>,
+}
+
+impl Generator {
+    /// Starts configuring a generator for `layout`, with the default
+    /// [`MonotonicClock`], node id 0 and the default policies.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::discord())
+    ///     .node_field("worker", 3)
+    ///     .node_field("process", 1)
+    ///     .build()?;
+    /// let decoded = generator.layout().decode(generator.next_id())?;
+    /// assert_eq!((decoded.field("worker"), decoded.field("process")), (Some(3), Some(1)));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn builder(layout: Layout) -> Builder {
+        Builder::new(layout)
+    }
+}
+
+impl<C: Clock> Generator<C> {
+    pub(crate) fn from_plan(plan: Plan, clock: C, counters: bool, state: u64) -> Self {
+        Generator {
+            state: CachePadded::new(AtomicU64::new(state)),
+            plan,
+            clock,
+            counters: counters.then(Box::default),
+        }
+    }
+
+    /// The next ID, waiting as the policies say.
+    ///
+    /// With the default policies (`OnExhausted::Wait`, `OnClockBehind::Continue`)
+    /// this never fails: when a tick's sequence is used up it waits for the next
+    /// tick (spinning briefly, then yielding, then sleeping).
+    ///
+    /// # Panics
+    ///
+    /// Only where [`try_next_id`](Generator::try_next_id) would return an error:
+    /// when a policy set to report (`OnExhausted::Error`, `OnClockBehind::Error`,
+    /// or `OnClockBehind::Wait` whose wait ran out) reports, or when the clock
+    /// is past the layout's last instant ([`Layout::last_ms`]). Use
+    /// `try_next_id` with those policies.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// let (a, b) = (generator.next_id(), generator.next_id());
+    /// assert!(a < b);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn next_id(&self) -> Id {
+        IdGenerator::next_id(self)
+    }
+
+    /// The next ID, waiting as the policies say, or the error a policy reports.
+    ///
+    /// # Errors
+    ///
+    /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`;
+    /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
+    /// `OnClockBehind::Wait` runs out; [`GenerateError::Expired`] past the
+    /// layout's last instant.
+    ///
+    /// ```
+    /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnClockBehind};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(clock.clone())
+    ///     .on_clock_behind(OnClockBehind::Error)
+    ///     .build()?;
+    /// generator.try_next_id()?;
+    /// clock.rewind(Duration::from_secs(2));
+    /// assert_eq!(
+    ///     generator.try_next_id(),
+    ///     Err(GenerateError::ClockBehind { behind: Duration::from_secs(2) })
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn try_next_id(&self) -> Result<Id, GenerateError> {
+        IdGenerator::try_next_id(self)
+    }
+
+    /// The next ID if one can be issued without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_next_id`](Generator::try_next_id), and also
+    /// [`GenerateError::SequenceExhausted`] or [`GenerateError::ClockBehind`]
+    /// where the policy would wait. For event loops and async runtimes that
+    /// do their own waiting.
+    ///
+    /// ```
+    /// use flakeid::{GenerateError, Generator, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// match generator.poll_id() {
+    ///     Ok(id) => println!("{id}"),
+    ///     Err(GenerateError::SequenceExhausted { retry_after }) => println!("retry in {retry_after:?}"),
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn poll_id(&self) -> Result<Id, GenerateError> {
+        IdGenerator::poll_id(self)
+    }
+
+    /// Reserves up to `n` consecutive IDs with one compare-and-swap, waiting
+    /// as the policies say. The batch holds at least one ID and at most the
+    /// rest of the current tick (fewer than `n` when the tick runs out; call
+    /// again for more). `n = 0` reserves nothing and returns an empty batch.
+    ///
+    /// # Panics
+    ///
+    /// As [`next_id`](Generator::next_id).
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// let mut ids = Vec::with_capacity(10_000);
+    /// while ids.len() < 10_000 {
+    ///     ids.extend(generator.next_ids(10_000 - ids.len()));
+    /// }
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn next_ids(&self, n: usize) -> IdBatch {
+        IdGenerator::next_ids(self, n)
+    }
+
+    /// [`next_ids`](Generator::next_ids) that reports instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_next_id`](Generator::try_next_id).
+    #[inline]
+    pub fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        IdGenerator::try_next_ids(self, n)
+    }
+
+    /// [`next_ids`](Generator::next_ids) that never waits.
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_id`](Generator::poll_id).
+    #[inline]
+    pub fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        IdGenerator::poll_ids(self, n)
+    }
+
+    /// The layout this generator makes IDs for.
+    pub fn layout(&self) -> &Layout {
+        &self.plan.layout
+    }
+
+    /// The node id in every ID (all node fields as one number).
+    pub fn node_id(&self) -> u64 {
+        self.plan.node_id
+    }
+
+    /// The clock the generator reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The largest ID issued so far; before the first, the starting point
+    /// (timestamp 0, or where a restored state left off). Every later ID is
+    /// larger, except after an `OnClockBehind::NextClock` step.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// let id = generator.next_id();
+    /// assert_eq!(generator.last_id(), id);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn last_id(&self) -> Id {
+        self.id(self.state.load(Ordering::Relaxed))
+    }
+
+    /// The counters, if the builder turned them on.
+    pub fn stats(&self) -> Option<Stats> {
+        IdGenerator::stats(self)
+    }
+
+    #[inline]
+    fn id(&self, state: u64) -> Id {
+        Id::from_u64(state | self.plan.node_bits)
+    }
+}
+
+impl<C: Clock> IdGenerator for Generator<C> {
+    fn layout(&self) -> &Layout {
+        &self.plan.layout
+    }
+
+    fn stats(&self) -> Option<Stats> {
+        self.counters.as_deref().map(Counters::snapshot)
+    }
+
+    #[inline]
+    fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        wait::reserve_batch(self, n)
+    }
+
+    #[inline]
+    fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        wait::poll_batch(self, n)
+    }
+}
+
+impl<C: Clock> Reserve for Generator<C> {
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn counters(&self) -> Option<&Counters> {
+        self.counters.as_deref()
+    }
+
+    /// The compare-and-swap loop.
+    ///
+    /// The state is loaded before the clock is read, so a reading taken after
+    /// another thread's successful CAS is never older than the tick it stored
+    /// (for a clock that is consistent across cores). After a lost race the
+    /// clock is read again only if the winner moved to another tick; otherwise
+    /// the earlier reading is still as good as any, and skipping the read keeps
+    /// the retry short. Before reporting a stall on a reading that has aged
+    /// through retries, one fresh reading is tried.
+    ///
+    /// Relaxed ordering suffices: IDs derive from this word alone, and the
+    /// single modification order of one atomic makes every successful CAS
+    /// start from the value the previous one stored.
+    #[inline]
+    fn poll(&self, n: u64) -> Result<Step, Stall> {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        let mut now = self.clock.now_ms();
+        let mut fresh = true;
+        let backoff = Backoff::new();
+        loop {
+            let step = match self.plan.advance(cur, now, n) {
+                Ok(step) => step,
+                Err(_) if !fresh => {
+                    now = self.clock.now_ms();
+                    fresh = true;
+                    continue;
+                }
+                Err(stall) => return Err(stall),
+            };
+            match self.state.compare_exchange_weak(
+                cur,
+                step.next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    if let Some(counters) = &self.counters {
+                        counters.record(&step);
+                    }
+                    return Ok(step);
+                }
+                Err(actual) => {
+                    if self.plan.ts_of(actual) != self.plan.ts_of(cur) {
+                        now = self.clock.now_ms();
+                    } else {
+                        fresh = false;
+                    }
+                    cur = actual;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+}
+
+impl<C: Clock + fmt::Debug> fmt::Debug for Generator<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Generator")
+            .field("layout", &self.plan.layout)
+            .field("node_id", &self.plan.node_id)
+            .field("on_exhausted", &self.plan.on_exhausted)
+            .field("on_clock_behind", &self.plan.on_behind)
+            .field("last_id", &self.last_id())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}

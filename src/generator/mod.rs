@@ -1,0 +1,438 @@
+//! The generators, their common trait, configuration and batches.
+
+mod atomic;
+mod mutex;
+mod plan;
+mod policy;
+mod stats;
+mod wait;
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::iter::FusedIterator;
+
+pub use atomic::Generator;
+pub use mutex::MutexGenerator;
+pub use policy::{OnClockBehind, OnExhausted};
+pub use stats::Stats;
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::error::{BuildError, FieldError, GenerateError};
+use crate::id::Id;
+use crate::layout::Layout;
+use plan::{Plan, PlanConfig};
+
+/// What [`Generator`] and [`MutexGenerator`] have in common, so tests and
+/// benches are written once for both.
+///
+/// Implementors supply [`try_next_ids`](IdGenerator::try_next_ids) and
+/// [`poll_ids`](IdGenerator::poll_ids); the single-ID calls follow from them.
+///
+/// ```
+/// use flakeid::{Generator, IdGenerator, Layout};
+///
+/// fn hundred(generator: &impl IdGenerator) -> Vec<flakeid::Id> {
+///     (0..100).map(|_| generator.next_id()).collect()
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let builder = Generator::builder(Layout::twitter()).node_id(3);
+/// let (lock_free, locked) = (builder.clone().build()?, builder.build_mutex()?);
+/// assert_eq!(hundred(&lock_free).len(), hundred(&locked).len());
+/// # Ok(())
+/// # }
+/// ```
+pub trait IdGenerator: Send + Sync {
+    /// The layout the generator makes IDs for.
+    fn layout(&self) -> &Layout;
+
+    /// The counters, if the builder turned them on.
+    fn stats(&self) -> Option<Stats>;
+
+    /// Reserves up to `n` consecutive IDs in one step, waiting as the policies
+    /// say; see [`Generator::try_next_ids`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::try_next_id`].
+    fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError>;
+
+    /// Reserves up to `n` consecutive IDs if possible without waiting; see
+    /// [`Generator::poll_ids`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::poll_id`].
+    fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError>;
+
+    /// The next ID, waiting as the policies say; see [`Generator::next_id`].
+    ///
+    /// # Panics
+    ///
+    /// As [`Generator::next_id`].
+    #[inline]
+    fn next_id(&self) -> Id {
+        match self.try_next_id() {
+            Ok(id) => id,
+            Err(e) => panic!("flakeid: {e}"),
+        }
+    }
+
+    /// The next ID, or the error a policy reports; see [`Generator::try_next_id`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::try_next_id`].
+    #[inline]
+    fn try_next_id(&self) -> Result<Id, GenerateError> {
+        self.try_next_ids(1).map(|batch| batch.first_id())
+    }
+
+    /// The next ID if one can be issued without waiting; see [`Generator::poll_id`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::poll_id`].
+    #[inline]
+    fn poll_id(&self) -> Result<Id, GenerateError> {
+        self.poll_ids(1).map(|batch| batch.first_id())
+    }
+
+    /// Up to `n` consecutive IDs; see [`Generator::next_ids`].
+    ///
+    /// # Panics
+    ///
+    /// As [`Generator::next_id`].
+    #[inline]
+    fn next_ids(&self, n: usize) -> IdBatch {
+        match self.try_next_ids(n) {
+            Ok(batch) => batch,
+            Err(e) => panic!("flakeid: {e}"),
+        }
+    }
+}
+
+/// Consecutive IDs reserved by one step, from
+/// [`Generator::next_ids`]: an iterator in increasing order.
+///
+/// ```
+/// use flakeid::{Generator, Layout};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+/// let batch = generator.next_ids(16);
+/// assert!(batch.len() >= 1 && batch.len() <= 16);
+/// let first = batch.first_id();
+/// let ids: Vec<_> = batch.collect();
+/// assert_eq!(ids[0], first);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdBatch {
+    next: u64,
+    step: u64,
+    remaining: u64,
+}
+
+impl IdBatch {
+    #[inline]
+    pub(crate) fn new(first: u64, step: u64, count: u64) -> IdBatch {
+        IdBatch {
+            next: first,
+            step,
+            remaining: count,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn empty() -> IdBatch {
+        IdBatch::new(0, 0, 0)
+    }
+
+    /// The first ID the batch yields (meaningless for an empty batch, which
+    /// only `n = 0` produces).
+    #[inline]
+    pub fn first_id(&self) -> Id {
+        Id::from_u64(self.next)
+    }
+}
+
+impl Iterator for IdBatch {
+    type Item = Id;
+
+    #[inline]
+    fn next(&mut self) -> Option<Id> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let id = Id::from_u64(self.next);
+        self.remaining -= 1;
+        self.next = self.next.wrapping_add(self.step);
+        Some(id)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.remaining).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for IdBatch {}
+impl FusedIterator for IdBatch {}
+
+/// Where a builder gets its clock: given, or the default made at build time
+/// (so building with an injected clock never calibrates the TSC).
+#[derive(Debug, Clone)]
+enum ClockSource<C> {
+    Given(C),
+    Default(fn() -> C),
+}
+
+#[derive(Debug, Clone)]
+enum NodeSpec {
+    Id(u64),
+    Fields(Vec<(String, u64)>),
+}
+
+/// Configures a [`Generator`] or [`MutexGenerator`]; from [`Generator::builder`].
+///
+/// Defaults: node id 0, the [`MonotonicClock`], [`OnExhausted::Wait`],
+/// [`OnClockBehind::Continue`], sequence starting at 0 in each tick, clock id
+/// 0, counters off.
+///
+/// ```
+/// use flakeid::{Generator, Layout, OnClockBehind, OnExhausted, SystemClock};
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // The classic Twitter generator: wall clock, refuse when it steps back.
+/// let generator = Generator::builder(Layout::twitter())
+///     .node_field("datacenter", 2)
+///     .node_field("worker", 17)
+///     .clock(SystemClock)
+///     .on_exhausted(OnExhausted::Wait)
+///     .on_clock_behind(OnClockBehind::Error)
+///     .build()?;
+/// assert_eq!(generator.node_id(), 2 << 5 | 17);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Builder<C = MonotonicClock> {
+    layout: Layout,
+    node: NodeSpec,
+    clock: ClockSource<C>,
+    on_exhausted: OnExhausted,
+    on_behind: OnClockBehind,
+    random_start: Option<u64>,
+    seed: Option<u64>,
+    clock_id: u64,
+    counters: bool,
+}
+
+impl Builder {
+    /// A builder for `layout` with the defaults listed above.
+    pub fn new(layout: Layout) -> Builder {
+        Builder {
+            layout,
+            node: NodeSpec::Id(0),
+            clock: ClockSource::Default(MonotonicClock::new),
+            on_exhausted: OnExhausted::default(),
+            on_behind: OnClockBehind::default(),
+            random_start: None,
+            seed: None,
+            clock_id: 0,
+            counters: false,
+        }
+    }
+}
+
+impl<C: Clock> Builder<C> {
+    /// The node id: all node fields as one number, the first field highest
+    /// (see [`Layout::max_node_id`]). Replaces earlier `node_field` calls.
+    pub fn node_id(mut self, node: u64) -> Self {
+        self.node = NodeSpec::Id(node);
+        self
+    }
+
+    /// Sets one named node field; fields not set are 0. Replaces an earlier
+    /// `node_id`.
+    pub fn node_field(mut self, name: &str, value: u64) -> Self {
+        match &mut self.node {
+            NodeSpec::Fields(fields) => fields.push((name.to_owned(), value)),
+            NodeSpec::Id(_) => self.node = NodeSpec::Fields(vec![(name.to_owned(), value)]),
+        }
+        self
+    }
+
+    /// The clock to read instead of a new [`MonotonicClock`].
+    pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
+        Builder {
+            layout: self.layout,
+            node: self.node,
+            clock: ClockSource::Given(clock),
+            on_exhausted: self.on_exhausted,
+            on_behind: self.on_behind,
+            random_start: self.random_start,
+            seed: self.seed,
+            clock_id: self.clock_id,
+            counters: self.counters,
+        }
+    }
+
+    /// What to do when a tick's sequence is used up.
+    pub fn on_exhausted(mut self, policy: OnExhausted) -> Self {
+        self.on_exhausted = policy;
+        self
+    }
+
+    /// What to do when the clock reads behind the last timestamp.
+    pub fn on_clock_behind(mut self, policy: OnClockBehind) -> Self {
+        self.on_behind = policy;
+        self
+    }
+
+    /// Starts each tick's sequence at a pseudo-random value below `bound`
+    /// instead of 0, so that at low traffic IDs are not all even (which skews
+    /// `id % shards`) and do not reveal how many were made. A tick then holds
+    /// at least `capacity - bound + 1` IDs.
+    pub fn random_start(mut self, bound: u64) -> Self {
+        self.random_start = Some(bound);
+        self
+    }
+
+    /// The seed of the random sequence start (default: a random seed), so two
+    /// generators can be made to behave identically in tests.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The clock id to start with, for layouts with a clock-id field (the
+    /// multi-clock scheme persists it and bumps it at every restart).
+    pub fn clock_id(mut self, clock_id: u64) -> Self {
+        self.clock_id = clock_id;
+        self
+    }
+
+    /// Turns the [`Stats`] counters on. Off by default: counting issued IDs is
+    /// a shared write on the hot path.
+    pub fn counters(mut self, on: bool) -> Self {
+        self.counters = on;
+        self
+    }
+
+    /// Builds the lock-free [`Generator`].
+    ///
+    /// # Errors
+    ///
+    /// A [`BuildError`] if the node id or clock id does not fit the layout, a
+    /// `NextClock` policy has no clock-id field to use, a `Borrow` allowance is
+    /// shorter than one tick, or the random start bound is out of range.
+    pub fn build(self) -> Result<Generator<C>, BuildError> {
+        let (plan, clock, counters) = self.into_parts()?;
+        let state = plan.initial_state();
+        Ok(Generator::from_plan(plan, clock, counters, state))
+    }
+
+    /// Builds the [`MutexGenerator`] twin.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Builder::build).
+    pub fn build_mutex(self) -> Result<MutexGenerator<C>, BuildError> {
+        let (plan, clock, counters) = self.into_parts()?;
+        let state = plan.initial_state();
+        Ok(MutexGenerator::from_plan(plan, clock, counters, state))
+    }
+
+    fn into_parts(self) -> Result<(Plan, C, bool), BuildError> {
+        let plan = self.plan()?;
+        let clock = match self.clock {
+            ClockSource::Given(clock) => clock,
+            ClockSource::Default(make) => make(),
+        };
+        Ok((plan, clock, self.counters))
+    }
+
+    fn plan(&self) -> Result<Plan, BuildError> {
+        let layout = &self.layout;
+        let node_id = match &self.node {
+            NodeSpec::Id(node) => *node,
+            NodeSpec::Fields(fields) => {
+                layout.node_id_from_fields(fields.iter().map(|(n, v)| (n.as_str(), *v)))?
+            }
+        };
+        let node_bits = layout.node_mask_bits(node_id)?;
+        let clock_field = layout.clock_id_field();
+        match clock_field {
+            Some(f) if self.clock_id > f.max() => {
+                return Err(FieldError::OutOfRange {
+                    field: "clock_id".into(),
+                    value: self.clock_id,
+                    max: f.max(),
+                }
+                .into());
+            }
+            None if self.clock_id != 0 => {
+                return Err(FieldError::NoSuchField { field: "clock_id" }.into());
+            }
+            _ => {}
+        }
+        match self.on_exhausted {
+            OnExhausted::NextClock => match clock_field {
+                None => {
+                    return Err(BuildError::NeedsClockIdField {
+                        policy: "OnExhausted::NextClock",
+                    });
+                }
+                Some(f) if f.shift() < layout.sequence_field().shift() => {
+                    return Err(BuildError::ClockIdBelowSequence);
+                }
+                Some(_) => {}
+            },
+            OnExhausted::Borrow { max_ahead }
+                if max_ahead.as_millis() < u128::from(layout.unit_ms()) =>
+            {
+                return Err(BuildError::BorrowTooShort {
+                    max_ahead,
+                    unit_ms: layout.unit_ms(),
+                });
+            }
+            _ => {}
+        }
+        if self.on_behind == OnClockBehind::NextClock && clock_field.is_none() {
+            return Err(BuildError::NeedsClockIdField {
+                policy: "OnClockBehind::NextClock",
+            });
+        }
+        let start_bound = match self.random_start {
+            None => 0,
+            Some(bound) if bound == 0 || bound > layout.capacity_per_tick() => {
+                return Err(BuildError::RandomStartOutOfRange {
+                    bound,
+                    capacity: layout.capacity_per_tick(),
+                });
+            }
+            Some(bound) => bound,
+        };
+        let seed = self
+            .seed
+            .unwrap_or_else(|| RandomState::new().hash_one("flakeid"));
+        Ok(Plan::new(
+            layout.clone(),
+            PlanConfig {
+                node_bits,
+                node_id,
+                on_exhausted: self.on_exhausted,
+                on_behind: self.on_behind,
+                start_bound,
+                seed,
+                first_clock_id: self.clock_id,
+            },
+        ))
+    }
+}

@@ -1,0 +1,149 @@
+//! The mutex twin: the same state and transition behind `std::sync::Mutex`.
+
+use std::fmt;
+
+use crossbeam_utils::CachePadded;
+
+use super::plan::{Plan, Stall, Step};
+use super::stats::{Counters, Stats};
+use super::wait::{self, Reserve};
+use super::{Builder, IdBatch, IdGenerator};
+use crate::clock::{Clock, MonotonicClock};
+use crate::error::GenerateError;
+use crate::id::Id;
+use crate::layout::Layout;
+use crate::primitive::{Mutex, lock};
+
+/// A generator with the same semantics as [`Generator`](crate::Generator),
+/// behind a mutex: the baseline the lock-free generator is measured against,
+/// and the oracle it is tested against.
+///
+/// It reads the clock while holding the lock, so every reading is taken after
+/// the state it is compared with. Build it with
+/// [`Builder::build_mutex`](crate::Builder::build_mutex); generate through the
+/// [`IdGenerator`] trait, which `Generator` implements too.
+///
+/// ```
+/// use flakeid::{Generator, IdGenerator, Layout, ManualClock};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let clock = ManualClock::new(1_700_000_000_000);
+/// let lock_free = Generator::builder(Layout::twitter()).clock(clock.clone()).build()?;
+/// let locked = Generator::builder(Layout::twitter()).clock(clock.clone()).build_mutex()?;
+/// for _ in 0..100 {
+///     assert_eq!(lock_free.try_next_id(), locked.try_next_id());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct MutexGenerator<C = MonotonicClock> {
+    /// The same state word as `Generator`'s.
+    state: CachePadded<Mutex<u64>>,
+    plan: Plan,
+    clock: C,
+    counters: Option<Box<Counters>>,
+}
+
+impl MutexGenerator {
+    /// Starts configuring a generator for `layout`; finish with
+    /// [`Builder::build_mutex`].
+    pub fn builder(layout: Layout) -> Builder {
+        Builder::new(layout)
+    }
+}
+
+impl<C: Clock> MutexGenerator<C> {
+    pub(crate) fn from_plan(plan: Plan, clock: C, counters: bool, state: u64) -> Self {
+        MutexGenerator {
+            state: CachePadded::new(Mutex::new(state)),
+            plan,
+            clock,
+            counters: counters.then(Box::default),
+        }
+    }
+
+    /// The layout this generator makes IDs for.
+    pub fn layout(&self) -> &Layout {
+        &self.plan.layout
+    }
+
+    /// The node id in every ID.
+    pub fn node_id(&self) -> u64 {
+        self.plan.node_id
+    }
+
+    /// The clock the generator reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// As [`Generator::last_id`](crate::Generator::last_id).
+    pub fn last_id(&self) -> Id {
+        self.id(*lock(&self.state))
+    }
+
+    /// The counters, if the builder turned them on.
+    pub fn stats(&self) -> Option<Stats> {
+        IdGenerator::stats(self)
+    }
+
+    #[inline]
+    fn id(&self, state: u64) -> Id {
+        Id::from_u64(state | self.plan.node_bits)
+    }
+}
+
+impl<C: Clock> IdGenerator for MutexGenerator<C> {
+    fn layout(&self) -> &Layout {
+        &self.plan.layout
+    }
+
+    fn stats(&self) -> Option<Stats> {
+        self.counters.as_deref().map(Counters::snapshot)
+    }
+
+    #[inline]
+    fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        wait::reserve_batch(self, n)
+    }
+
+    #[inline]
+    fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        wait::poll_batch(self, n)
+    }
+}
+
+impl<C: Clock> Reserve for MutexGenerator<C> {
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn counters(&self) -> Option<&Counters> {
+        self.counters.as_deref()
+    }
+
+    #[inline]
+    fn poll(&self, n: u64) -> Result<Step, Stall> {
+        let mut state = lock(&self.state);
+        let step = self.plan.advance(*state, self.clock.now_ms(), n)?;
+        *state = step.next;
+        drop(state);
+        if let Some(counters) = &self.counters {
+            counters.record(&step);
+        }
+        Ok(step)
+    }
+}
+
+impl<C: Clock + fmt::Debug> fmt::Debug for MutexGenerator<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MutexGenerator")
+            .field("layout", &self.plan.layout)
+            .field("node_id", &self.plan.node_id)
+            .field("on_exhausted", &self.plan.on_exhausted)
+            .field("on_clock_behind", &self.plan.on_behind)
+            .field("last_id", &self.last_id())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,531 @@
+//! The compiled configuration of a generator and its state transition.
+//!
+//! Both generators keep their state as one `u64` laid out exactly like an ID
+//! without its node bits (see [`Plan::advance`]), and both move it with the same
+//! function: the lock-free one by compare-and-swap, the mutex one under its
+//! lock. So they share semantics by construction, and the differential tests
+//! compare the two ways of applying it.
+
+use std::time::Duration;
+
+use super::policy::{OnClockBehind, OnExhausted};
+use crate::error::GenerateError;
+use crate::layout::Layout;
+#[cfg(test)]
+use crate::layout::mask;
+
+/// A successful transition: the new state and the IDs it hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// The state to store.
+    pub(crate) next: u64,
+    /// The first ID handed out, without node bits.
+    pub(crate) first: u64,
+    /// How many consecutive sequence values, from `first`, are handed out.
+    pub(crate) count: u64,
+    pub(crate) event: Event,
+}
+
+/// Something worth counting that a transition did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    Plain,
+    /// Moved to a tick ahead of the clock.
+    Borrowed,
+    /// Issued while the clock read behind.
+    Behind,
+    /// Moved to a new clock id (exhaustion or clock behind).
+    Bumped {
+        behind: bool,
+    },
+}
+
+/// Why no transition is possible right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stall {
+    /// The tick is used up; the clock must advance about `retry_ms`.
+    Exhausted { retry_ms: u64 },
+    /// The clock reads `behind_ms` before the last timestamp and the policy
+    /// says not to continue.
+    Behind { behind_ms: u64 },
+    /// The clock is past what the timestamp field can hold.
+    Expired,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) layout: Layout,
+    epoch_ms: u64,
+    unit_ms: u64,
+    ts_shift: u32,
+    ts_max: u64,
+    seq_shift: u32,
+    seq_max: u64,
+    seq_one: u64,
+    /// Mask of the clock-id bits in place (0 without a clock-id field).
+    clk_mask: u64,
+    clk_shift: u32,
+    pub(crate) node_bits: u64,
+    pub(crate) node_id: u64,
+    pub(crate) on_exhausted: OnExhausted,
+    pub(crate) on_behind: OnClockBehind,
+    /// Ticks the timestamp may lead the clock (the `Borrow` allowance).
+    lead_ticks: u64,
+    /// Sequence start bound: 0 means every tick starts at 0.
+    start_bound: u64,
+    seed: u64,
+    /// The clock id this generator started with; it never comes back to it.
+    first_clock_id: u64,
+}
+
+pub(crate) struct PlanConfig {
+    pub(crate) node_bits: u64,
+    pub(crate) node_id: u64,
+    pub(crate) on_exhausted: OnExhausted,
+    pub(crate) on_behind: OnClockBehind,
+    pub(crate) start_bound: u64,
+    pub(crate) seed: u64,
+    pub(crate) first_clock_id: u64,
+}
+
+impl Plan {
+    /// Compiles a configuration the builder has already validated.
+    pub(crate) fn new(layout: Layout, config: PlanConfig) -> Plan {
+        let ts = layout.timestamp_field().clone();
+        let seq = layout.sequence_field().clone();
+        let (clk_mask, clk_shift) = layout
+            .clock_id_field()
+            .map_or((0, 0), |f| (f.max() << f.shift(), f.shift()));
+        let unit_ms = layout.unit_ms();
+        let lead_ticks = match config.on_exhausted {
+            OnExhausted::Borrow { max_ahead } => {
+                u64::try_from(max_ahead.as_millis()).unwrap_or(u64::MAX) / unit_ms
+            }
+            _ => 0,
+        };
+        Plan {
+            epoch_ms: layout.epoch_ms(),
+            unit_ms,
+            ts_shift: ts.shift(),
+            ts_max: ts.max(),
+            seq_shift: seq.shift(),
+            seq_max: seq.max(),
+            seq_one: 1 << seq.shift(),
+            clk_mask,
+            clk_shift,
+            node_bits: config.node_bits,
+            node_id: config.node_id,
+            on_exhausted: config.on_exhausted,
+            on_behind: config.on_behind,
+            lead_ticks,
+            start_bound: config.start_bound,
+            seed: config.seed,
+            first_clock_id: config.first_clock_id,
+            layout,
+        }
+    }
+
+    /// The state before any ID: timestamp 0 with sequence 0 taken, so the
+    /// first ID is never the all-zero one and no tick is skipped.
+    pub(crate) fn initial_state(&self) -> u64 {
+        self.first_clock_id << self.clk_shift
+    }
+
+    /// The distance between consecutive IDs of one tick.
+    #[inline]
+    pub(crate) fn seq_one(&self) -> u64 {
+        self.seq_one
+    }
+
+    /// Clock reading (Unix ms) to ticks since the epoch; before it reads as 0.
+    #[inline]
+    pub(crate) fn ticks(&self, unix_ms: u64) -> u64 {
+        let since = unix_ms.saturating_sub(self.epoch_ms);
+        if self.unit_ms == 1 {
+            since
+        } else {
+            since / self.unit_ms
+        }
+    }
+
+    /// The timestamp field of a state.
+    #[inline]
+    pub(crate) fn ts_of(&self, state: u64) -> u64 {
+        state >> self.ts_shift
+    }
+
+    #[inline]
+    fn seq_of(&self, state: u64) -> u64 {
+        (state >> self.seq_shift) & self.seq_max
+    }
+
+    #[inline]
+    fn unix_ms(&self, ticks: u64) -> u64 {
+        self.epoch_ms
+            .saturating_add(ticks.saturating_mul(self.unit_ms))
+    }
+
+    /// The sequence value a new tick starts at.
+    #[inline]
+    fn start(&self, ts: u64, clk_bits: u64) -> u64 {
+        if self.start_bound == 0 {
+            return 0;
+        }
+        let x = splitmix64(self.seed ^ ts.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ clk_bits);
+        ((u128::from(x) * u128::from(self.start_bound)) >> 64) as u64
+    }
+
+    /// A state at timestamp `ts` and clock id bits `clk_bits`, with its IDs.
+    #[inline]
+    fn enter_tick(&self, ts: u64, clk_bits: u64, n: u64, event: Event) -> Step {
+        let start = self.start(ts, clk_bits);
+        let first = (ts << self.ts_shift) | clk_bits | (start << self.seq_shift);
+        let count = n.min(self.seq_max - start + 1);
+        Step {
+            next: first + (count - 1) * self.seq_one,
+            first,
+            count,
+            event,
+        }
+    }
+
+    /// The clock id bits after `clk_bits`, unless that clock id is the first
+    /// one this generator used (all used: reusing one could repeat an ID).
+    #[inline]
+    fn next_clock(&self, clk_bits: u64) -> Option<u64> {
+        if self.clk_mask == 0 {
+            return None;
+        }
+        let next = (clk_bits + (1 << self.clk_shift)) & self.clk_mask;
+        (next != self.first_clock_id << self.clk_shift).then_some(next)
+    }
+
+    /// The transition for a request of `n >= 1` IDs, from state `cur` at clock
+    /// reading `now_ms`.
+    ///
+    /// The state is an ID without node bits: timestamp, sequence and clock id
+    /// in their layout positions. It is the last ID handed out, so the next one
+    /// in the same tick is `cur + seq_one` and a tick is used up when the
+    /// sequence field is all ones.
+    ///
+    /// - Clock past the timestamp: start a new tick at the clock's time.
+    /// - Clock at or a little behind (within the lead allowance): next
+    ///   sequence value of the same tick. A reading below the stored timestamp
+    ///   is the same tick: the state, not the clock, orders IDs.
+    /// - Further behind: the [`OnClockBehind`] policy.
+    /// - Sequence used up: the [`OnExhausted`] policy.
+    #[inline]
+    pub(crate) fn advance(&self, cur: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
+        debug_assert!(n >= 1);
+        let now = self.ticks(now_ms);
+        let ts = self.ts_of(cur);
+        if now > ts {
+            if now > self.ts_max {
+                return Err(Stall::Expired);
+            }
+            return Ok(self.enter_tick(now, cur & self.clk_mask, n, Event::Plain));
+        }
+        if now.saturating_add(self.lead_ticks) < ts {
+            return self.behind(cur, ts, now_ms, n);
+        }
+        self.same_tick(cur, ts, now_ms, n, Event::Plain)
+    }
+
+    #[inline]
+    fn same_tick(
+        &self,
+        cur: u64,
+        ts: u64,
+        now_ms: u64,
+        n: u64,
+        event: Event,
+    ) -> Result<Step, Stall> {
+        let seq = self.seq_of(cur);
+        if seq < self.seq_max {
+            let count = n.min(self.seq_max - seq);
+            return Ok(Step {
+                next: cur + count * self.seq_one,
+                first: cur + self.seq_one,
+                count,
+                event,
+            });
+        }
+        self.exhausted(cur, ts, now_ms, n)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn exhausted(&self, cur: u64, ts: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
+        let clk_bits = cur & self.clk_mask;
+        match self.on_exhausted {
+            OnExhausted::Borrow { .. }
+                if ts < self.ts_max && ts < self.ticks(now_ms).saturating_add(self.lead_ticks) =>
+            {
+                return Ok(self.enter_tick(ts + 1, clk_bits, n, Event::Borrowed));
+            }
+            OnExhausted::NextClock => {
+                if let Some(next) = self.next_clock(clk_bits) {
+                    return Ok(self.enter_tick(ts, next, n, Event::Bumped { behind: false }));
+                }
+            }
+            _ => {}
+        }
+        if ts >= self.ts_max {
+            return Err(Stall::Expired);
+        }
+        // The clock must reach the tick after `ts`, less what may be borrowed.
+        let target = self.unix_ms((ts + 1).saturating_sub(self.lead_ticks));
+        Err(Stall::Exhausted {
+            retry_ms: target.saturating_sub(now_ms).max(1),
+        })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn behind(&self, cur: u64, ts: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
+        match self.on_behind {
+            OnClockBehind::Wait { .. } | OnClockBehind::Error => Err(Stall::Behind {
+                behind_ms: self.unix_ms(ts).saturating_sub(now_ms).max(1),
+            }),
+            OnClockBehind::NextClock => match self.next_clock(cur & self.clk_mask) {
+                Some(next) => Ok(self.enter_tick(
+                    self.ticks(now_ms),
+                    next,
+                    n,
+                    Event::Bumped { behind: true },
+                )),
+                None => self.same_tick(cur, ts, now_ms, n, Event::Behind),
+            },
+            OnClockBehind::Continue => self.same_tick(cur, ts, now_ms, n, Event::Behind),
+        }
+    }
+
+    /// The error a caller sees for a stall the policy does not wait through.
+    pub(crate) fn error(&self, stall: Stall) -> GenerateError {
+        match stall {
+            Stall::Exhausted { retry_ms } => GenerateError::SequenceExhausted {
+                retry_after: Duration::from_millis(retry_ms),
+            },
+            Stall::Behind { behind_ms } => GenerateError::ClockBehind {
+                behind: Duration::from_millis(behind_ms),
+            },
+            Stall::Expired => GenerateError::Expired {
+                last_ms: self.layout.last_ms(),
+            },
+        }
+    }
+}
+
+/// Sebastiano Vigna's SplitMix64 finalizer: a fast, well-mixed hash of a word.
+#[inline]
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The clock-id field's bits in a state, as a plain number.
+#[cfg(test)]
+pub(crate) fn clock_id_of(layout: &Layout, state: u64) -> u64 {
+    layout
+        .clock_id_field()
+        .map_or(0, |f| (state >> f.shift()) & mask(f.bits()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EPOCH: u64 = 1_600_000_000_000;
+
+    fn layout(seq: u32, clock: u32) -> Layout {
+        let mut b = Layout::builder()
+            .epoch_ms(EPOCH)
+            .timestamp_bits(41)
+            .node("worker", 4);
+        if clock > 0 {
+            b = b.clock_id(clock);
+        }
+        b.sequence(seq).build().unwrap()
+    }
+
+    fn plan(layout: Layout, on_exhausted: OnExhausted, on_behind: OnClockBehind) -> Plan {
+        Plan::new(
+            layout,
+            PlanConfig {
+                node_bits: 0,
+                node_id: 0,
+                on_exhausted,
+                on_behind,
+                start_bound: 0,
+                seed: 0,
+                first_clock_id: 0,
+            },
+        )
+    }
+
+    /// Issues one ID at `now` (ms after the epoch), returning the new state.
+    fn one(p: &Plan, state: &mut u64, now: u64) -> Result<u64, Stall> {
+        let step = p.advance(*state, EPOCH + now, 1)?;
+        assert_eq!(step.count, 1);
+        assert_eq!(step.first, step.next);
+        *state = step.next;
+        Ok(step.first)
+    }
+
+    #[test]
+    fn new_tick_then_sequence_then_exhaustion() {
+        let p = plan(layout(2, 0), OnExhausted::Wait, OnClockBehind::Continue);
+        let mut s = p.initial_state();
+        let a = one(&p, &mut s, 5).unwrap();
+        assert_eq!((p.ts_of(a), p.seq_of(a)), (5, 0));
+        for expect in 1..=3 {
+            let id = one(&p, &mut s, 5).unwrap();
+            assert_eq!((p.ts_of(id), p.seq_of(id)), (5, expect));
+        }
+        assert_eq!(one(&p, &mut s, 5), Err(Stall::Exhausted { retry_ms: 1 }));
+        let b = one(&p, &mut s, 6).unwrap();
+        assert_eq!((p.ts_of(b), p.seq_of(b)), (6, 0));
+    }
+
+    #[test]
+    fn batches_stop_at_the_end_of_the_tick() {
+        let p = plan(layout(4, 0), OnExhausted::Wait, OnClockBehind::Continue);
+        let s = p.initial_state();
+        let step = p.advance(s, EPOCH + 9, 100).unwrap();
+        assert_eq!(step.count, 16);
+        assert_eq!(p.seq_of(step.first), 0);
+        assert_eq!(p.seq_of(step.next), 15);
+        let again = p.advance(step.next, EPOCH + 9, 1);
+        assert!(matches!(again, Err(Stall::Exhausted { .. })));
+    }
+
+    #[test]
+    fn borrow_moves_ahead_up_to_the_allowance() {
+        let p = plan(
+            layout(1, 0),
+            OnExhausted::Borrow {
+                max_ahead: Duration::from_millis(3),
+            },
+            OnClockBehind::Error,
+        );
+        let mut s = p.initial_state();
+        let mut ts = Vec::new();
+        while let Ok(id) = one(&p, &mut s, 100) {
+            ts.push(p.ts_of(id));
+        }
+        // Ticks 100..=103, two IDs each, then it must wait for tick 101.
+        assert_eq!(ts, [100, 100, 101, 101, 102, 102, 103, 103]);
+        assert_eq!(one(&p, &mut s, 100), Err(Stall::Exhausted { retry_ms: 1 }));
+        // Borrowed lead is not "clock behind", even with the Error policy.
+        assert!(one(&p, &mut s, 101).is_ok());
+    }
+
+    #[test]
+    fn clock_behind_policies() {
+        let l = layout(4, 0);
+        for (policy, expect_ok) in [
+            (OnClockBehind::Continue, true),
+            (OnClockBehind::Error, false),
+            (
+                OnClockBehind::Wait {
+                    max: Duration::from_millis(5),
+                },
+                false,
+            ),
+        ] {
+            let p = plan(l.clone(), OnExhausted::Wait, policy);
+            let mut s = p.initial_state();
+            one(&p, &mut s, 50).unwrap();
+            let r = one(&p, &mut s, 40);
+            if expect_ok {
+                let id = r.unwrap();
+                assert_eq!((p.ts_of(id), p.seq_of(id)), (50, 1), "{policy:?}");
+            } else {
+                assert_eq!(r, Err(Stall::Behind { behind_ms: 10 }), "{policy:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn next_clock_on_behind_issues_at_the_real_time_with_a_new_clock_id() {
+        let l = layout(4, 2);
+        let p = plan(l.clone(), OnExhausted::Wait, OnClockBehind::NextClock);
+        let mut s = p.initial_state();
+        one(&p, &mut s, 50).unwrap();
+        let mut seen = Vec::new();
+        for now in [40, 30, 20, 10] {
+            let id = one(&p, &mut s, now).unwrap();
+            seen.push((p.ts_of(id), clock_id_of(&l, id)));
+        }
+        // Three bumps use clock ids 1..=3; the fourth would reuse 0, so the
+        // generator continues on the last timestamp instead.
+        assert_eq!(seen, [(40, 1), (30, 2), (20, 3), (20, 3)]);
+    }
+
+    #[test]
+    fn next_clock_on_exhaustion_stays_in_the_tick() {
+        let l = Layout::builder()
+            .epoch_ms(EPOCH)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .sequence(1)
+            .build()
+            .unwrap();
+        let p = plan(l.clone(), OnExhausted::NextClock, OnClockBehind::Continue);
+        let mut s = p.initial_state();
+        let mut seen = Vec::new();
+        while let Ok(id) = one(&p, &mut s, 7) {
+            seen.push((p.ts_of(id), clock_id_of(&l, id), p.seq_of(id)));
+        }
+        assert_eq!(
+            seen,
+            [
+                (7, 0, 0),
+                (7, 0, 1),
+                (7, 1, 0),
+                (7, 1, 1),
+                (7, 2, 0),
+                (7, 2, 1),
+                (7, 3, 0),
+                (7, 3, 1)
+            ]
+        );
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn expiry_is_reported_not_wrapped() {
+        let l = Layout::builder()
+            .epoch_ms(EPOCH)
+            .timestamp_bits(3)
+            .sequence(1)
+            .build()
+            .unwrap();
+        let p = plan(l, OnExhausted::Wait, OnClockBehind::Continue);
+        let mut s = p.initial_state();
+        one(&p, &mut s, 7).unwrap();
+        one(&p, &mut s, 7).unwrap();
+        // Tick 7 is the last; its sequence is used up, and no wait can help.
+        assert_eq!(one(&p, &mut s, 7), Err(Stall::Expired));
+        assert_eq!(one(&p, &mut s, 8), Err(Stall::Expired));
+    }
+
+    #[test]
+    fn random_starts_stay_below_the_bound_and_vary() {
+        let mut p = plan(layout(10, 0), OnExhausted::Wait, OnClockBehind::Continue);
+        p.start_bound = 100;
+        p.seed = 12345;
+        let starts: Vec<u64> = (0..1000).map(|t| p.start(t, 0)).collect();
+        assert!(starts.iter().all(|&s| s < 100));
+        let distinct: std::collections::HashSet<_> = starts.iter().collect();
+        assert!(
+            distinct.len() > 90,
+            "only {} distinct starts",
+            distinct.len()
+        );
+        let odd = starts.iter().filter(|&&s| s % 2 == 1).count();
+        assert!((400..600).contains(&odd), "{odd} odd starts of 1000");
+    }
+}

@@ -1,0 +1,88 @@
+//! Counters a service can export. Off unless the builder turns them on, so they
+//! add no shared write to the hot path by default.
+
+use crossbeam_utils::CachePadded;
+
+use super::plan::{Event, Step};
+use crate::primitive::{AtomicU64, Ordering};
+
+/// A snapshot of a generator's counters, from
+/// [`Generator::stats`](crate::Generator::stats).
+///
+/// ```
+/// use flakeid::{Generator, Layout};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let generator = Generator::builder(Layout::twitter()).node_id(1).counters(true).build()?;
+/// generator.next_id();
+/// let _batch: Vec<_> = generator.next_ids(10).collect();
+/// let stats = generator.stats().expect("counters are on");
+/// assert_eq!(stats.issued, 11);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// IDs handed out (a batch counts each ID).
+    pub issued: u64,
+    /// Calls that had to wait (for the next tick, or for the clock to catch up).
+    pub waits: u64,
+    /// Ticks entered ahead of the clock under `OnExhausted::Borrow`.
+    pub borrowed_ticks: u64,
+    /// Calls that found the clock behind the last timestamp.
+    pub clock_behind: u64,
+    /// Moves to a new clock id (`NextClock` policies).
+    pub clock_id_bumps: u64,
+}
+
+/// The live counters. `issued` is on the hot path, so it has a cache line of
+/// its own; the rest change only on slow paths.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    issued: CachePadded<AtomicU64>,
+    waits: AtomicU64,
+    borrowed_ticks: AtomicU64,
+    clock_behind: AtomicU64,
+    clock_id_bumps: AtomicU64,
+}
+
+impl Counters {
+    #[inline]
+    pub(crate) fn record(&self, step: &Step) {
+        self.issued.fetch_add(step.count, Ordering::Relaxed);
+        match step.event {
+            Event::Plain => {}
+            Event::Borrowed => {
+                self.borrowed_ticks.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::Behind => {
+                self.clock_behind.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::Bumped { behind } => {
+                if behind {
+                    self.clock_behind.fetch_add(1, Ordering::Relaxed);
+                }
+                self.clock_id_bumps.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub(crate) fn record_wait(&self) {
+        self.waits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_behind(&self) {
+        self.clock_behind.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> Stats {
+        Stats {
+            issued: self.issued.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
+            borrowed_ticks: self.borrowed_ticks.load(Ordering::Relaxed),
+            clock_behind: self.clock_behind.load(Ordering::Relaxed),
+            clock_id_bumps: self.clock_id_bumps.load(Ordering::Relaxed),
+        }
+    }
+}

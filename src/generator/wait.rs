@@ -1,0 +1,130 @@
+//! Waiting through stalls as the policies say, shared by both generators.
+
+use std::time::Duration;
+
+use super::IdBatch;
+use super::plan::{Plan, Stall, Step};
+use super::policy::{OnClockBehind, OnExhausted};
+use super::stats::Counters;
+use crate::error::GenerateError;
+use crate::primitive::{self, Backoff, Deadline};
+
+/// One generator's way of applying [`Plan::advance`] to its state.
+pub(crate) trait Reserve {
+    fn plan(&self) -> &Plan;
+    fn counters(&self) -> Option<&Counters>;
+    /// One attempt that never waits: a step, or why none is possible now.
+    fn poll(&self, n: u64) -> Result<Step, Stall>;
+}
+
+/// Reserves a batch of up to `n` IDs without waiting.
+#[inline]
+pub(crate) fn poll_batch<R: Reserve + ?Sized>(r: &R, n: usize) -> Result<IdBatch, GenerateError> {
+    if n == 0 {
+        return Ok(IdBatch::empty());
+    }
+    poll(r, n as u64).map(|step| batch(r.plan(), step))
+}
+
+/// Reserves a batch of up to `n` IDs, waiting as the policies say.
+#[inline]
+pub(crate) fn reserve_batch<R: Reserve + ?Sized>(
+    r: &R,
+    n: usize,
+) -> Result<IdBatch, GenerateError> {
+    if n == 0 {
+        return Ok(IdBatch::empty());
+    }
+    reserve(r, n as u64).map(|step| batch(r.plan(), step))
+}
+
+#[inline]
+fn batch(plan: &Plan, step: Step) -> IdBatch {
+    IdBatch::new(step.first | plan.node_bits, plan.seq_one(), step.count)
+}
+
+/// Reserves up to `n` IDs without waiting.
+#[inline]
+pub(crate) fn poll<R: Reserve + ?Sized>(r: &R, n: u64) -> Result<Step, GenerateError> {
+    r.poll(n).map_err(|stall| {
+        note_stall(r, stall);
+        r.plan().error(stall)
+    })
+}
+
+/// Reserves up to `n` IDs, waiting through the stalls the policies wait for.
+#[inline]
+pub(crate) fn reserve<R: Reserve + ?Sized>(r: &R, n: u64) -> Result<Step, GenerateError> {
+    match r.poll(n) {
+        Ok(step) => Ok(step),
+        Err(stall) => wait(r, n, stall),
+    }
+}
+
+fn note_stall<R: Reserve + ?Sized>(r: &R, stall: Stall) {
+    if let (Some(c), Stall::Behind { .. }) = (r.counters(), stall) {
+        c.record_behind();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wait<R: Reserve + ?Sized>(r: &R, n: u64, mut stall: Stall) -> Result<Step, GenerateError> {
+    note_stall(r, stall);
+    let plan = r.plan();
+    let backoff = Backoff::new();
+    let mut deadline = None;
+    let mut waited = false;
+    loop {
+        let hint_ms = match stall {
+            Stall::Expired => return Err(plan.error(stall)),
+            Stall::Exhausted { retry_ms } => {
+                if plan.on_exhausted == OnExhausted::Error {
+                    return Err(plan.error(stall));
+                }
+                retry_ms
+            }
+            Stall::Behind { behind_ms } => {
+                let OnClockBehind::Wait { max } = plan.on_behind else {
+                    return Err(plan.error(stall));
+                };
+                // The clock catches up at the rate of real time, so a gap wider
+                // than the allowed wait cannot close in time (unless someone
+                // steps the clock forward again, which we do not bet on).
+                if Duration::from_millis(behind_ms) > max {
+                    return Err(plan.error(stall));
+                }
+                let deadline = deadline.get_or_insert_with(|| Deadline::after(max));
+                if deadline.has_passed() {
+                    return Err(plan.error(stall));
+                }
+                behind_ms
+            }
+        };
+        if !waited {
+            waited = true;
+            if let Some(c) = r.counters() {
+                c.record_wait();
+            }
+        }
+        pause(&backoff, hint_ms);
+        match r.poll(n) {
+            Ok(step) => return Ok(step),
+            Err(next) => stall = next,
+        }
+    }
+}
+
+/// Waits part of the way towards a condition expected in about `hint_ms`:
+/// sleep through all but the last millisecond, then spin and yield, then nap
+/// in short steps, so a waiting thread neither burns a core nor oversleeps a
+/// tick by much.
+fn pause(backoff: &Backoff, hint_ms: u64) {
+    if hint_ms >= 2 {
+        primitive::sleep(Duration::from_millis(hint_ms - 1));
+    } else if !backoff.is_completed() {
+        backoff.snooze();
+    } else {
+        primitive::sleep(Duration::from_micros(50));
+    }
+}

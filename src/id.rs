@@ -1,0 +1,315 @@
+//! The `Id` newtype: formatting, parsing and integer conversions.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{ConvertIdError, ParseIdError};
+
+/// A 64-bit ID made by a generator.
+///
+/// Its meaning (time, node, sequence) depends on the [`Layout`](crate::Layout)
+/// that made it: decode it with [`Layout::decode`](crate::Layout::decode). IDs of
+/// one layout sort by creation time; `Ord` compares the integers.
+///
+/// `Display` and `FromStr` use decimal; `{:x}` and `{:X}` give hex.
+///
+/// ```
+/// use flakeid::Id;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let id: Id = "175928847299117063".parse()?;
+/// assert_eq!(id.to_u64(), 175_928_847_299_117_063);
+/// assert_eq!(id.to_string(), "175928847299117063");
+/// assert_eq!(format!("{id:x}"), "271065ac1020007");
+/// assert_eq!(i64::try_from(id)?, 175_928_847_299_117_063);
+/// # Ok(())
+/// # }
+/// ```
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Id(u64);
+
+impl Id {
+    /// The smallest ID, 0.
+    pub const MIN: Id = Id(0);
+    /// The largest ID, 2^64 - 1.
+    pub const MAX: Id = Id(u64::MAX);
+
+    /// Wraps a raw integer.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// assert_eq!(Id::from_u64(7).to_u64(), 7);
+    /// ```
+    #[inline]
+    pub const fn from_u64(value: u64) -> Id {
+        Id(value)
+    }
+
+    /// The raw integer.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// assert_eq!(Id::from_u64(42).to_u64(), 42);
+    /// ```
+    #[inline]
+    pub const fn to_u64(self) -> u64 {
+        self.0
+    }
+
+    /// The ID as an `i64`, for signed `BIGINT` columns, if it is at most `i64::MAX`.
+    ///
+    /// Layouts with a spare top bit always fit; see
+    /// [`Layout::last_signed_ms`](crate::Layout::last_signed_ms) for those without.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// assert_eq!(Id::from_u64(5).to_i64(), Some(5));
+    /// assert_eq!(Id::MAX.to_i64(), None);
+    /// ```
+    #[inline]
+    pub const fn to_i64(self) -> Option<i64> {
+        if self.0 <= i64::MAX as u64 {
+            Some(self.0 as i64)
+        } else {
+            None
+        }
+    }
+
+    /// Parses the decimal form, like `str::parse` but usable in `const` context.
+    ///
+    /// Accepts only ASCII digits: no sign, no spaces, no separators.
+    ///
+    /// # Errors
+    ///
+    /// [`ParseIdError`] for an empty string, a non-digit, or a value above 2^64 - 1.
+    ///
+    /// ```
+    /// use flakeid::{Id, ParseIdError};
+    ///
+    /// assert_eq!(Id::parse_decimal("123"), Ok(Id::from_u64(123)));
+    /// assert_eq!(Id::parse_decimal("+1"), Err(ParseIdError::InvalidCharacter { position: 0, character: '+' }));
+    /// ```
+    pub const fn parse_decimal(s: &str) -> Result<Id, ParseIdError> {
+        let bytes = s.as_bytes();
+        if bytes.is_empty() {
+            return Err(ParseIdError::Empty);
+        }
+        let mut value: u64 = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if !b.is_ascii_digit() {
+                return Err(ParseIdError::InvalidCharacter {
+                    position: i,
+                    character: char_at(s, i),
+                });
+            }
+            value = match value.checked_mul(10) {
+                Some(v) => match v.checked_add((b - b'0') as u64) {
+                    Some(v) => v,
+                    None => return Err(ParseIdError::Overflow),
+                },
+                None => return Err(ParseIdError::Overflow),
+            };
+            i += 1;
+        }
+        Ok(Id(value))
+    }
+}
+
+/// The character that starts at byte `i` of `s` (a replacement character if `i`
+/// falls inside a multi-byte character, which callers never pass).
+const fn char_at(s: &str, i: usize) -> char {
+    let b = s.as_bytes();
+    let lead = b[i];
+    let (len, init) = if lead < 0x80 {
+        (1, lead as u32)
+    } else if lead >> 5 == 0b110 {
+        (2, (lead & 0x1f) as u32)
+    } else if lead >> 4 == 0b1110 {
+        (3, (lead & 0x0f) as u32)
+    } else {
+        (4, (lead & 0x07) as u32)
+    };
+    if i + len > b.len() {
+        return char::REPLACEMENT_CHARACTER;
+    }
+    let mut code = init;
+    let mut k = 1;
+    while k < len {
+        code = (code << 6) | (b[i + k] & 0x3f) as u32;
+        k += 1;
+    }
+    match char::from_u32(code) {
+        Some(c) => c,
+        None => char::REPLACEMENT_CHARACTER,
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Id({})", self.0)
+    }
+}
+
+/// Decimal, without allocating (the standard integer formatting writes
+/// through a stack buffer).
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::LowerHex for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
+impl fmt::UpperHex for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::UpperHex::fmt(&self.0, f)
+    }
+}
+
+impl FromStr for Id {
+    type Err = ParseIdError;
+
+    fn from_str(s: &str) -> Result<Id, ParseIdError> {
+        Id::parse_decimal(s)
+    }
+}
+
+impl From<u64> for Id {
+    #[inline]
+    fn from(value: u64) -> Id {
+        Id(value)
+    }
+}
+
+impl From<Id> for u64 {
+    #[inline]
+    fn from(id: Id) -> u64 {
+        id.0
+    }
+}
+
+impl TryFrom<Id> for i64 {
+    type Error = ConvertIdError;
+
+    #[inline]
+    fn try_from(id: Id) -> Result<i64, ConvertIdError> {
+        id.to_i64().ok_or(ConvertIdError { negative: false })
+    }
+}
+
+impl TryFrom<i64> for Id {
+    type Error = ConvertIdError;
+
+    #[inline]
+    fn try_from(value: i64) -> Result<Id, ConvertIdError> {
+        u64::try_from(value)
+            .map(Id)
+            .map_err(|_| ConvertIdError { negative: true })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_is_send_sync_and_word_sized() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Id>();
+        assert_eq!(std::mem::size_of::<Id>(), 8);
+    }
+
+    #[test]
+    fn decimal_round_trips_at_the_edges() {
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            i64::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let id = Id::from_u64(v);
+            assert_eq!(id.to_string().parse::<Id>(), Ok(id));
+            assert_eq!(id.to_string(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn parse_rejects_what_is_not_a_plain_decimal() {
+        assert_eq!("".parse::<Id>(), Err(ParseIdError::Empty));
+        assert_eq!(
+            " 1".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 0,
+                character: ' '
+            })
+        );
+        assert_eq!(
+            "1_000".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 1,
+                character: '_'
+            })
+        );
+        assert_eq!(
+            "12é".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 2,
+                character: 'é'
+            })
+        );
+        assert_eq!(
+            "-5".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 0,
+                character: '-'
+            })
+        );
+        assert_eq!(
+            "18446744073709551616".parse::<Id>(),
+            Err(ParseIdError::Overflow)
+        );
+        assert_eq!(
+            "99999999999999999999999".parse::<Id>(),
+            Err(ParseIdError::Overflow)
+        );
+        // Leading zeros are still the same number.
+        assert_eq!("007".parse::<Id>(), Ok(Id::from_u64(7)));
+    }
+
+    #[test]
+    fn signed_conversions_are_checked() {
+        assert_eq!(i64::try_from(Id::from_u64(i64::MAX as u64)), Ok(i64::MAX));
+        assert_eq!(
+            i64::try_from(Id::from_u64(i64::MAX as u64 + 1)),
+            Err(ConvertIdError { negative: false })
+        );
+        assert_eq!(Id::try_from(0_i64), Ok(Id::MIN));
+        assert_eq!(Id::try_from(-1_i64), Err(ConvertIdError { negative: true }));
+        assert_eq!(u64::from(Id::from(17_u64)), 17);
+    }
+
+    #[test]
+    fn hex_and_ordering_follow_the_integer() {
+        let a = Id::from_u64(0xdead_beef);
+        assert_eq!(format!("{a:x}"), "deadbeef");
+        assert_eq!(format!("{a:X}"), "DEADBEEF");
+        assert_eq!(format!("{a:#018x}"), "0x00000000deadbeef");
+        assert!(Id::from_u64(1) < Id::from_u64(2));
+        assert_eq!(format!("{a:?}"), "Id(3735928559)");
+    }
+}

@@ -1,0 +1,1246 @@
+//! The bit plan of an ID: fields, presets, validation, decode and compose.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::{FieldError, LayoutError};
+use crate::id::Id;
+use crate::rfc3339;
+
+/// What a field of a [`Layout`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FieldKind {
+    /// Time units since the layout's epoch. Always the highest field.
+    Timestamp,
+    /// Part of the node id (datacenter, worker, shard, ...).
+    Node,
+    /// The counter within one tick.
+    Sequence,
+    /// The clock id of the multi-clock scheme: bumped when the clock steps back
+    /// or (optionally) when a tick's sequence runs out.
+    ClockId,
+}
+
+/// One field of a [`Layout`]: a name, a kind, a width and a position.
+///
+/// ```
+/// use flakeid::{FieldKind, Layout};
+///
+/// let layout = Layout::twitter();
+/// let worker = layout.field("worker").unwrap();
+/// assert_eq!((worker.kind(), worker.bits(), worker.shift()), (FieldKind::Node, 5, 12));
+/// assert_eq!(worker.max(), 31);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Field {
+    name: Cow<'static, str>,
+    kind: FieldKind,
+    bits: u32,
+    shift: u32,
+}
+
+impl Field {
+    /// The field's name: `timestamp`, `sequence`, `clock_id`, or a node field's own.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the field holds.
+    pub fn kind(&self) -> FieldKind {
+        self.kind
+    }
+
+    /// The field's width in bits.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// The position of the field's lowest bit in the ID.
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// The largest value the field holds.
+    pub fn max(&self) -> u64 {
+        mask(self.bits)
+    }
+
+    #[inline]
+    fn get(&self, id: u64) -> u64 {
+        (id >> self.shift) & mask(self.bits)
+    }
+}
+
+/// All ones in the low `bits` bits.
+#[inline]
+pub(crate) const fn mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// The bit plan of an ID, from the highest bit to the lowest: unused bits (kept
+/// zero, usually one so IDs stay positive as `i64`), the timestamp, then node
+/// fields, the sequence and an optional clock-id field in the order the layout
+/// states.
+///
+/// Build one with [`Layout::builder`] or take a preset. Every layout can say
+/// when it ends ([`last_ms`](Layout::last_ms)), how many IDs one tick holds
+/// ([`capacity_per_tick`](Layout::capacity_per_tick)) and its largest node id.
+///
+/// | preset | bits (high to low) | epoch | unit | ends | below 2^63 until |
+/// |---|---|---|---|---|---|
+/// | [`twitter`](Layout::twitter) | 1 + 41 time + 5 datacenter + 5 worker + 12 seq | 2010-11-04 | 1 ms | 2080-07 | always |
+/// | [`discord`](Layout::discord) | 42 time + 5 worker + 5 process + 12 seq | 2015-01-01 | 1 ms | 2154-05 | 2084-09 |
+/// | [`instagram`](Layout::instagram) | 41 time + 13 shard + 10 seq | yours | 1 ms | epoch + 69.7 y | epoch + 34.8 y |
+/// | [`sonyflake`](Layout::sonyflake) | 1 + 39 time + 8 seq + 16 machine | 2014-09-01 | 10 ms | 2188-11 | always |
+/// | [`js_safe`](Layout::js_safe) | 11 + 41 time + 6 worker + 6 seq | 2024-01-01 | 1 ms | 2093-09 | always (≤ 2^53 − 1) |
+///
+/// ```
+/// use flakeid::Layout;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // The resource-id seed: 38 bits of ms, 15 worker bits, 10 sequence bits.
+/// let layout = Layout::builder()
+///     .epoch_ms(1_600_000_000_000)
+///     .timestamp_bits(38)
+///     .node("worker", 15)
+///     .sequence(10)
+///     .build()?;
+/// assert_eq!(layout.capacity_per_tick(), 1024);
+/// assert_eq!(layout.max_node_id(), 32_767);
+/// assert_eq!(layout.total_bits(), 63);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    epoch_ms: u64,
+    unit_ms: u64,
+    /// High to low; `fields[0]` is the timestamp.
+    fields: Vec<Field>,
+    sequence: usize,
+    clock_id: Option<usize>,
+    node_bits: u32,
+    total_bits: u32,
+}
+
+/// Twitter's epoch, 2010-11-04T01:42:54.657Z.
+const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
+/// Discord's epoch, 2015-01-01T00:00:00Z.
+const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
+/// Sonyflake's epoch, 2014-09-01T00:00:00Z.
+const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
+/// The JavaScript-safe preset's epoch, 2024-01-01T00:00:00Z.
+const JS_SAFE_EPOCH_MS: u64 = 1_704_067_200_000;
+
+impl Layout {
+    /// Starts a custom layout. Epoch, timestamp width and a sequence field are
+    /// required; the time unit defaults to 1 ms. Fields are placed below the
+    /// timestamp in the order they are added.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // The multi-clock seed: 41 ms + 4 clock id + 8 machine + 10 sequence.
+    /// let layout = Layout::builder()
+    ///     .epoch_ms(1_600_000_000_000)
+    ///     .timestamp_bits(41)
+    ///     .clock_id(4)
+    ///     .node("machine", 8)
+    ///     .sequence(10)
+    ///     .build()?;
+    /// assert_eq!(layout.clock_id_bits(), 4);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn builder() -> LayoutBuilder {
+        LayoutBuilder::default()
+    }
+
+    /// Twitter's original Snowflake: 1 unused + 41 ms + 5 `datacenter` + 5
+    /// `worker` + 12 sequence, epoch 1288834974657 (2010-11-04).
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::twitter();
+    /// assert_eq!(layout.capacity_per_tick(), 4096);
+    /// assert_eq!(layout.max_node_id(), 1023);
+    /// ```
+    pub fn twitter() -> Layout {
+        Layout::preset(
+            TWITTER_EPOCH_MS,
+            1,
+            41,
+            &[
+                ("datacenter", FieldKind::Node, 5),
+                ("worker", FieldKind::Node, 5),
+                ("sequence", FieldKind::Sequence, 12),
+            ],
+        )
+    }
+
+    /// Discord's snowflakes: 42 ms + 5 `worker` + 5 `process` + 12 sequence
+    /// (Discord calls it the increment), epoch 1420070400000 (2015-01-01).
+    /// All 64 bits are used: IDs pass 2^63 in September 2084.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let parts = layout.decode(175928847299117063_u64.into())?;
+    /// assert_eq!(parts.unix_ms(), 1_462_015_105_796); // 2016-04-30T11:18:25.796Z
+    /// assert_eq!(parts.field("worker"), Some(1));
+    /// assert_eq!(parts.field("process"), Some(0));
+    /// assert_eq!(parts.sequence(), 7);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn discord() -> Layout {
+        Layout::preset(
+            DISCORD_EPOCH_MS,
+            1,
+            42,
+            &[
+                ("worker", FieldKind::Node, 5),
+                ("process", FieldKind::Node, 5),
+                ("sequence", FieldKind::Sequence, 12),
+            ],
+        )
+    }
+
+    /// Instagram's IDs: 41 ms + 13 `shard` + 10 sequence, from your epoch.
+    /// All 64 bits are used: IDs pass 2^63 when the timestamp reaches 2^40 ms,
+    /// 34.8 years after the epoch (2046 for Instagram's own 2011 epoch).
+    ///
+    /// # Errors
+    ///
+    /// [`LayoutError::EpochInFuture`] if `epoch_ms` is later than now.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::instagram(1_314_220_021_721)?; // 2011-08-24
+    /// assert_eq!(layout.max_node_id(), 8191);
+    /// assert_eq!(layout.capacity_per_tick(), 1024);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn instagram(epoch_ms: u64) -> Result<Layout, LayoutError> {
+        Layout::builder()
+            .epoch_ms(epoch_ms)
+            .timestamp_bits(41)
+            .node("shard", 13)
+            .sequence(10)
+            .build()
+    }
+
+    /// Sonyflake: 1 unused + 39 bits of 10 ms + 8 sequence + 16 `machine`,
+    /// epoch 2014-09-01T00:00:00Z. The sequence sits above the machine id.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::sonyflake();
+    /// assert_eq!(layout.unit_ms(), 10);
+    /// assert_eq!(layout.capacity_per_tick(), 256);
+    /// assert_eq!(layout.field("machine").unwrap().shift(), 0);
+    /// ```
+    pub fn sonyflake() -> Layout {
+        Layout::preset(
+            SONYFLAKE_EPOCH_MS,
+            10,
+            39,
+            &[
+                ("sequence", FieldKind::Sequence, 8),
+                ("machine", FieldKind::Node, 16),
+            ],
+        )
+    }
+
+    /// IDs that JavaScript numbers hold exactly: 41 ms + 6 `worker` + 6
+    /// sequence = 53 bits, epoch 2024-01-01T00:00:00Z. Every ID it can ever
+    /// make is at most 2^53 − 1 (`Number.MAX_SAFE_INTEGER`).
+    ///
+    /// Lifetime: 2^41 ms, until 2093-09-06. Capacity: 64 IDs per ms per node
+    /// (64,000 a second) on up to 64 nodes; use `OnExhausted::Borrow` to absorb
+    /// bursts above that.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::js_safe();
+    /// assert_eq!(layout.total_bits(), 53);
+    /// assert_eq!(layout.capacity_per_tick(), 64);
+    /// ```
+    pub fn js_safe() -> Layout {
+        Layout::preset(
+            JS_SAFE_EPOCH_MS,
+            1,
+            41,
+            &[
+                ("worker", FieldKind::Node, 6),
+                ("sequence", FieldKind::Sequence, 6),
+            ],
+        )
+    }
+
+    /// Builds a preset, whose parameters are known to be valid.
+    fn preset(
+        epoch_ms: u64,
+        unit_ms: u64,
+        timestamp_bits: u32,
+        fields: &[(&'static str, FieldKind, u32)],
+    ) -> Layout {
+        let mut builder = Layout::builder()
+            .epoch_ms(epoch_ms)
+            .unit_ms(unit_ms)
+            .timestamp_bits(timestamp_bits);
+        builder.fields = fields
+            .iter()
+            .map(|&(name, kind, bits)| (Cow::Borrowed(name), kind, bits))
+            .collect();
+        match builder.validate() {
+            Ok(layout) => layout,
+            Err(e) => unreachable!("preset layout is invalid: {e}"),
+        }
+    }
+
+    /// The epoch, in Unix milliseconds.
+    pub fn epoch_ms(&self) -> u64 {
+        self.epoch_ms
+    }
+
+    /// The time unit (one tick), in milliseconds.
+    pub fn unit_ms(&self) -> u64 {
+        self.unit_ms
+    }
+
+    /// The fields from the highest to the lowest; the first is the timestamp.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::sonyflake();
+    /// let names: Vec<&str> = layout.fields().iter().map(|f| f.name()).collect();
+    /// assert_eq!(names, ["timestamp", "sequence", "machine"]);
+    /// ```
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// The field with this name, if any.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    pub(crate) fn timestamp_field(&self) -> &Field {
+        &self.fields[0]
+    }
+
+    pub(crate) fn sequence_field(&self) -> &Field {
+        &self.fields[self.sequence]
+    }
+
+    pub(crate) fn clock_id_field(&self) -> Option<&Field> {
+        self.clock_id.map(|i| &self.fields[i])
+    }
+
+    fn node_fields(&self) -> impl DoubleEndedIterator<Item = &Field> {
+        self.fields.iter().filter(|f| f.kind == FieldKind::Node)
+    }
+
+    /// The timestamp width in bits.
+    pub fn timestamp_bits(&self) -> u32 {
+        self.fields[0].bits
+    }
+
+    /// The sequence width in bits.
+    pub fn sequence_bits(&self) -> u32 {
+        self.sequence_field().bits
+    }
+
+    /// The clock-id width in bits, 0 if the layout has no clock-id field.
+    pub fn clock_id_bits(&self) -> u32 {
+        self.clock_id_field().map_or(0, |f| f.bits)
+    }
+
+    /// The bits of all node fields together.
+    pub fn node_bits(&self) -> u32 {
+        self.node_bits
+    }
+
+    /// The bits all fields take; the remaining high bits of an ID stay zero.
+    pub fn total_bits(&self) -> u32 {
+        self.total_bits
+    }
+
+    /// How many sequence values one tick holds: IDs per tick per node.
+    pub fn capacity_per_tick(&self) -> u64 {
+        1 << self.sequence_bits()
+    }
+
+    /// The largest node id: all node fields read as one number, the first
+    /// field highest (Twitter: `datacenter << 5 | worker`).
+    pub fn max_node_id(&self) -> u64 {
+        mask(self.node_bits)
+    }
+
+    /// The largest clock id (0 without a clock-id field).
+    pub fn max_clock_id(&self) -> u64 {
+        mask(self.clock_id_bits())
+    }
+
+    /// The last Unix millisecond the timestamp field can encode.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// // Twitter's 41 bits of ms run out in 2080.
+    /// assert_eq!(Layout::twitter().last_ms(), 1_288_834_974_657 + (1 << 41) - 1);
+    /// ```
+    pub fn last_ms(&self) -> u64 {
+        self.unix_ms(self.timestamp_field().max()) + (self.unit_ms - 1)
+    }
+
+    /// The last instant the timestamp field can encode.
+    pub fn last_instant(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.last_ms())
+    }
+
+    /// The last Unix millisecond whose IDs are below 2^63 and so fit a signed
+    /// `BIGINT`. It equals [`last_ms`](Layout::last_ms) when the top bit is unused.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let instagram = Layout::instagram(1_314_220_021_721)?;
+    /// assert_eq!(instagram.last_signed_ms(), 1_314_220_021_721 + (1 << 40) - 1); // 2046
+    /// let twitter = Layout::twitter();
+    /// assert_eq!(twitter.last_signed_ms(), twitter.last_ms());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn last_signed_ms(&self) -> u64 {
+        if self.total_bits < 64 {
+            self.last_ms()
+        } else {
+            self.unix_ms(mask(self.timestamp_bits() - 1)) + (self.unit_ms - 1)
+        }
+    }
+
+    /// The Unix millisecond at which a timestamp field value starts.
+    pub fn unix_ms(&self, timestamp: u64) -> u64 {
+        // Cannot overflow for values within the field: the builder checked
+        // that the whole range ends below u64::MAX.
+        self.epoch_ms
+            .saturating_add(timestamp.saturating_mul(self.unit_ms))
+    }
+
+    /// The timestamp field value for a Unix millisecond.
+    ///
+    /// # Errors
+    ///
+    /// [`FieldError::BeforeEpoch`] or [`FieldError::AfterLifetime`] if the layout
+    /// cannot encode the time.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::sonyflake();
+    /// assert_eq!(layout.timestamp_at(1_409_529_600_000 + 25)?, 2); // 10 ms units
+    /// assert!(layout.timestamp_at(0).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn timestamp_at(&self, unix_ms: u64) -> Result<u64, FieldError> {
+        if unix_ms < self.epoch_ms {
+            return Err(FieldError::BeforeEpoch {
+                unix_ms,
+                epoch_ms: self.epoch_ms,
+            });
+        }
+        if unix_ms > self.last_ms() {
+            return Err(FieldError::AfterLifetime {
+                unix_ms,
+                last_ms: self.last_ms(),
+            });
+        }
+        Ok((unix_ms - self.epoch_ms) / self.unit_ms)
+    }
+
+    /// Combines named node field values into one node id. Fields not named are 0.
+    ///
+    /// # Errors
+    ///
+    /// [`FieldError::UnknownField`] for a name that is not a node field,
+    /// [`FieldError::OutOfRange`] for a value too large for its field.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let node = Layout::twitter().node_id_from_fields([("datacenter", 1), ("worker", 5)])?;
+    /// assert_eq!(node, 1 << 5 | 5);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn node_id_from_fields<'a>(
+        &self,
+        values: impl IntoIterator<Item = (&'a str, u64)>,
+    ) -> Result<u64, FieldError> {
+        let mut node = 0;
+        for (name, value) in values {
+            let mut offset = 0;
+            let mut found = None;
+            for f in self.node_fields().rev() {
+                if f.name == name {
+                    found = Some((f, offset));
+                    break;
+                }
+                offset += f.bits;
+            }
+            let Some((field, offset)) = found else {
+                return Err(FieldError::UnknownField { field: name.into() });
+            };
+            check(name, value, field.max())?;
+            node = (node & !(field.max() << offset)) | value << offset;
+        }
+        Ok(node)
+    }
+
+    /// The named node field values of a node id, from the highest field.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::twitter();
+    /// let fields: Vec<_> = layout.node_fields_of(37).collect();
+    /// assert_eq!(fields, [("datacenter", 1), ("worker", 5)]);
+    /// ```
+    pub fn node_fields_of(&self, node: u64) -> impl Iterator<Item = (&str, u64)> {
+        let mut below = self.node_bits;
+        self.node_fields().map(move |f| {
+            below -= f.bits;
+            (f.name(), (node >> below) & f.max())
+        })
+    }
+
+    /// The bits a node id sets in every ID, or an error if it does not fit.
+    pub(crate) fn node_mask_bits(&self, node: u64) -> Result<u64, FieldError> {
+        check("node", node, self.max_node_id())?;
+        let mut rest = node;
+        let mut bits = 0;
+        for f in self.node_fields().rev() {
+            bits |= (rest & f.max()) << f.shift;
+            rest >>= f.bits;
+        }
+        Ok(bits)
+    }
+
+    /// Builds an ID from its parts.
+    ///
+    /// # Errors
+    ///
+    /// [`FieldError::OutOfRange`] naming the first part too large for its field;
+    /// [`FieldError::NoSuchField`] for a non-zero clock id without a clock-id field.
+    ///
+    /// ```
+    /// use flakeid::{Layout, Parts};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let parts = Parts { timestamp: 41_944_705_796, node: 1 << 5, sequence: 7, clock_id: 0 };
+    /// let id = layout.compose(parts)?;
+    /// assert_eq!(id.to_u64(), 175928847299117063);
+    /// assert_eq!(layout.decode(id)?.parts(), parts);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn compose(&self, parts: Parts) -> Result<Id, FieldError> {
+        let ts = self.timestamp_field();
+        check("timestamp", parts.timestamp, ts.max())?;
+        let node = self.node_mask_bits(parts.node)?;
+        let seq = self.sequence_field();
+        check("sequence", parts.sequence, seq.max())?;
+        let clock = match self.clock_id_field() {
+            Some(f) => {
+                check("clock_id", parts.clock_id, f.max())?;
+                parts.clock_id << f.shift
+            }
+            None if parts.clock_id == 0 => 0,
+            None => return Err(FieldError::NoSuchField { field: "clock_id" }),
+        };
+        Ok(Id::from_u64(
+            parts.timestamp << ts.shift | node | parts.sequence << seq.shift | clock,
+        ))
+    }
+
+    /// Splits an ID into its parts.
+    ///
+    /// # Errors
+    ///
+    /// [`FieldError::UnusedBitsSet`] if the ID sets bits above the layout's fields.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::twitter();
+    /// let decoded = layout.decode(1_541_815_603_606_036_480_u64.into())?;
+    /// assert_eq!(decoded.to_string(), "2022-06-28T16:07:40.105Z datacenter=11 worker=26 sequence=0");
+    /// assert!(layout.decode(u64::MAX.into()).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn decode(&self, id: Id) -> Result<Decoded<'_>, FieldError> {
+        let raw = id.to_u64();
+        if raw & !mask(self.total_bits) != 0 {
+            return Err(FieldError::UnusedBitsSet {
+                id: raw,
+                layout_bits: self.total_bits,
+            });
+        }
+        let node = self
+            .node_fields()
+            .fold(0, |node, f| (node << f.bits) | f.get(raw));
+        let parts = Parts {
+            timestamp: self.timestamp_field().get(raw),
+            node,
+            sequence: self.sequence_field().get(raw),
+            clock_id: self.clock_id_field().map_or(0, |f| f.get(raw)),
+        };
+        Ok(Decoded {
+            layout: self,
+            id,
+            parts,
+        })
+    }
+}
+
+fn check(field: &str, value: u64, max: u64) -> Result<(), FieldError> {
+    if value > max {
+        Err(FieldError::OutOfRange {
+            field: field.into(),
+            value,
+            max,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// The raw field values of an ID. Times are in the layout's ticks; node is
+/// all node fields read as one number.
+///
+/// ```
+/// use flakeid::{Layout, Parts};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let layout = Layout::twitter();
+/// let parts = Parts { timestamp: 1000, node: 3, sequence: 9, clock_id: 0 };
+/// assert_eq!(layout.decode(layout.compose(parts)?)?.parts(), parts);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Parts {
+    /// Ticks since the layout's epoch.
+    pub timestamp: u64,
+    /// The node id (all node fields as one number).
+    pub node: u64,
+    /// The sequence within the tick.
+    pub sequence: u64,
+    /// The clock id (0 without a clock-id field).
+    pub clock_id: u64,
+}
+
+/// An ID read through its [`Layout`]: times, named fields, sequence, clock id.
+///
+/// `Display` prints the time in RFC 3339 (UTC) and every field:
+/// `2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decoded<'a> {
+    layout: &'a Layout,
+    id: Id,
+    parts: Parts,
+}
+
+impl<'a> Decoded<'a> {
+    /// The ID that was decoded.
+    pub fn id(&self) -> Id {
+        self.id
+    }
+
+    /// The raw parts, which [`Layout::compose`] turns back into the same ID.
+    pub fn parts(&self) -> Parts {
+        self.parts
+    }
+
+    /// The timestamp field: ticks since the epoch.
+    pub fn timestamp(&self) -> u64 {
+        self.parts.timestamp
+    }
+
+    /// When the ID's tick started, in Unix milliseconds.
+    pub fn unix_ms(&self) -> u64 {
+        self.layout.unix_ms(self.parts.timestamp)
+    }
+
+    /// When the ID's tick started.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    /// use std::time::{Duration, UNIX_EPOCH};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(175928847299117063_u64.into())?;
+    /// assert_eq!(decoded.system_time(), UNIX_EPOCH + Duration::from_millis(1_462_015_105_796));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn system_time(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.unix_ms())
+    }
+
+    /// The node id (all node fields as one number).
+    pub fn node_id(&self) -> u64 {
+        self.parts.node
+    }
+
+    /// A field's value by name (`timestamp`, `sequence`, `clock_id` or a node
+    /// field), or `None` if the layout has no such field.
+    pub fn field(&self, name: &str) -> Option<u64> {
+        self.layout.field(name).map(|f| f.get(self.id.to_u64()))
+    }
+
+    /// The node fields with their values, from the highest.
+    pub fn node_fields(&self) -> impl Iterator<Item = (&'a str, u64)> {
+        self.layout.node_fields_of(self.parts.node)
+    }
+
+    /// The sequence within the tick.
+    pub fn sequence(&self) -> u64 {
+        self.parts.sequence
+    }
+
+    /// The clock id (0 without a clock-id field).
+    pub fn clock_id(&self) -> u64 {
+        self.parts.clock_id
+    }
+}
+
+impl fmt::Display for Decoded<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        rfc3339::write(f, self.unix_ms())?;
+        let raw = self.id.to_u64();
+        for field in &self.layout.fields[1..] {
+            write!(f, " {}={}", field.name, field.get(raw))?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds a custom [`Layout`]; see [`Layout::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct LayoutBuilder {
+    epoch_ms: Option<u64>,
+    unit_ms: u64,
+    timestamp_bits: Option<u32>,
+    fields: Vec<(Cow<'static, str>, FieldKind, u32)>,
+}
+
+impl Default for LayoutBuilder {
+    fn default() -> Self {
+        LayoutBuilder {
+            epoch_ms: None,
+            unit_ms: 1,
+            timestamp_bits: None,
+            fields: Vec::new(),
+        }
+    }
+}
+
+impl LayoutBuilder {
+    /// The epoch (timestamp 0), in Unix milliseconds. Required; must not be in
+    /// the future.
+    pub fn epoch_ms(mut self, epoch_ms: u64) -> Self {
+        self.epoch_ms = Some(epoch_ms);
+        self
+    }
+
+    /// The epoch as a `SystemTime` (a time before 1970 counts as 1970).
+    pub fn epoch(self, epoch: SystemTime) -> Self {
+        let ms = epoch
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.epoch_ms(ms)
+    }
+
+    /// The time unit in whole milliseconds (default 1; Sonyflake uses 10).
+    pub fn unit_ms(mut self, unit_ms: u64) -> Self {
+        self.unit_ms = unit_ms;
+        self
+    }
+
+    /// The timestamp width in bits. Required.
+    pub fn timestamp_bits(mut self, bits: u32) -> Self {
+        self.timestamp_bits = Some(bits);
+        self
+    }
+
+    /// Adds a named node field (datacenter, worker, shard, ...) below the fields
+    /// added before it.
+    pub fn node(mut self, name: impl Into<Cow<'static, str>>, bits: u32) -> Self {
+        self.fields.push((name.into(), FieldKind::Node, bits));
+        self
+    }
+
+    /// Adds the sequence field below the fields added before it. Required.
+    pub fn sequence(mut self, bits: u32) -> Self {
+        self.fields
+            .push((Cow::Borrowed("sequence"), FieldKind::Sequence, bits));
+        self
+    }
+
+    /// Adds a clock-id field below the fields added before it.
+    pub fn clock_id(mut self, bits: u32) -> Self {
+        self.fields
+            .push((Cow::Borrowed("clock_id"), FieldKind::ClockId, bits));
+        self
+    }
+
+    /// Checks the parameters and builds the layout.
+    ///
+    /// # Errors
+    ///
+    /// A [`LayoutError`] naming the first problem: a missing epoch, timestamp
+    /// or sequence; a zero width; a duplicate or empty name; more than 64 bits;
+    /// a zero time unit; an epoch in the future; a timestamp range past u64 ms.
+    pub fn build(self) -> Result<Layout, LayoutError> {
+        let layout = self.validate()?;
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        if layout.epoch_ms > now_ms {
+            return Err(LayoutError::EpochInFuture {
+                epoch_ms: layout.epoch_ms,
+                now_ms,
+            });
+        }
+        Ok(layout)
+    }
+
+    /// Everything but the epoch-in-the-future check, which reads the wall clock.
+    fn validate(self) -> Result<Layout, LayoutError> {
+        let epoch_ms = self
+            .epoch_ms
+            .ok_or(LayoutError::Missing { what: "epoch" })?;
+        let timestamp_bits = self
+            .timestamp_bits
+            .ok_or(LayoutError::Missing { what: "timestamp" })?;
+        let mut fields = Vec::with_capacity(self.fields.len() + 1);
+        fields.push(Field {
+            name: Cow::Borrowed("timestamp"),
+            kind: FieldKind::Timestamp,
+            bits: timestamp_bits,
+            shift: 0,
+        });
+        fields.extend(self.fields.into_iter().map(|(name, kind, bits)| Field {
+            name,
+            kind,
+            bits,
+            shift: 0,
+        }));
+        let sequence = fields
+            .iter()
+            .position(|f| f.kind == FieldKind::Sequence)
+            .ok_or(LayoutError::Missing { what: "sequence" })?;
+        for (i, f) in fields.iter().enumerate() {
+            if f.name.is_empty() {
+                return Err(LayoutError::EmptyName);
+            }
+            if f.bits == 0 {
+                return Err(LayoutError::ZeroWidth {
+                    field: f.name.to_string(),
+                });
+            }
+            if fields[..i].iter().any(|g| g.name == f.name) {
+                return Err(LayoutError::DuplicateField {
+                    field: f.name.to_string(),
+                });
+            }
+        }
+        let total_bits = fields
+            .iter()
+            .fold(0u32, |sum, f| sum.saturating_add(f.bits));
+        if total_bits > 64 {
+            return Err(LayoutError::TooWide { bits: total_bits });
+        }
+        if self.unit_ms == 0 {
+            return Err(LayoutError::ZeroUnit);
+        }
+        // The whole timestamp range must end within u64 milliseconds, so time
+        // arithmetic on valid values never overflows.
+        let end = (1u128 << timestamp_bits) * u128::from(self.unit_ms) + u128::from(epoch_ms);
+        if end > u128::from(u64::MAX) {
+            return Err(LayoutError::TimestampTooLong {
+                bits: timestamp_bits,
+                unit_ms: self.unit_ms,
+            });
+        }
+        let mut below = total_bits;
+        for f in &mut fields {
+            below -= f.bits;
+            f.shift = below;
+        }
+        let clock_id = fields.iter().position(|f| f.kind == FieldKind::ClockId);
+        let node_bits = fields
+            .iter()
+            .filter(|f| f.kind == FieldKind::Node)
+            .map(|f| f.bits)
+            .sum();
+        Ok(Layout {
+            epoch_ms,
+            unit_ms: self.unit_ms,
+            fields,
+            sequence,
+            clock_id,
+            node_bits,
+            total_bits,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> LayoutBuilder {
+        Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+    }
+
+    #[test]
+    fn fields_are_placed_high_to_low() {
+        let layout = Layout::twitter();
+        let placed: Vec<_> = layout
+            .fields()
+            .iter()
+            .map(|f| (f.name(), f.bits(), f.shift()))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                ("timestamp", 41, 22),
+                ("datacenter", 5, 17),
+                ("worker", 5, 12),
+                ("sequence", 12, 0)
+            ]
+        );
+        assert_eq!(layout.total_bits(), 63);
+    }
+
+    #[test]
+    fn validation_names_each_problem() {
+        assert_eq!(
+            Layout::builder().timestamp_bits(41).sequence(12).build(),
+            Err(LayoutError::Missing { what: "epoch" })
+        );
+        assert_eq!(
+            Layout::builder().epoch_ms(0).sequence(12).build(),
+            Err(LayoutError::Missing { what: "timestamp" })
+        );
+        assert_eq!(
+            base().node("w", 5).build(),
+            Err(LayoutError::Missing { what: "sequence" })
+        );
+        assert_eq!(
+            base().node("w", 0).sequence(12).build(),
+            Err(LayoutError::ZeroWidth { field: "w".into() })
+        );
+        assert_eq!(
+            Layout::builder()
+                .epoch_ms(0)
+                .timestamp_bits(0)
+                .sequence(1)
+                .build(),
+            Err(LayoutError::ZeroWidth {
+                field: "timestamp".into()
+            })
+        );
+        assert_eq!(
+            base().node("", 5).sequence(12).build(),
+            Err(LayoutError::EmptyName)
+        );
+        assert_eq!(
+            base().node("w", 5).node("w", 5).sequence(12).build(),
+            Err(LayoutError::DuplicateField { field: "w".into() })
+        );
+        assert_eq!(
+            base().node("sequence", 5).sequence(12).build(),
+            Err(LayoutError::DuplicateField {
+                field: "sequence".into()
+            })
+        );
+        assert_eq!(
+            base().sequence(12).sequence(1).build(),
+            Err(LayoutError::DuplicateField {
+                field: "sequence".into()
+            })
+        );
+        assert_eq!(
+            base().node("w", 11).sequence(13).build(),
+            Err(LayoutError::TooWide { bits: 65 })
+        );
+        assert_eq!(
+            base().node("w", u32::MAX).sequence(13).build(),
+            Err(LayoutError::TooWide { bits: u32::MAX })
+        );
+        assert_eq!(
+            base().unit_ms(0).sequence(12).build(),
+            Err(LayoutError::ZeroUnit)
+        );
+        assert_eq!(
+            Layout::builder()
+                .epoch_ms(0)
+                .timestamp_bits(60)
+                .unit_ms(1000)
+                .sequence(4)
+                .build(),
+            Err(LayoutError::TimestampTooLong {
+                bits: 60,
+                unit_ms: 1000
+            })
+        );
+        let future = u64::MAX / 4;
+        assert!(matches!(
+            Layout::builder()
+                .epoch_ms(future)
+                .timestamp_bits(10)
+                .sequence(4)
+                .build(),
+            Err(LayoutError::EpochInFuture { epoch_ms, .. }) if epoch_ms == future
+        ));
+        assert!(matches!(
+            Layout::instagram(future),
+            Err(LayoutError::EpochInFuture { .. })
+        ));
+    }
+
+    #[test]
+    fn a_layout_may_use_all_64_bits() {
+        let layout = base().node("w", 10).sequence(13).build().unwrap();
+        assert_eq!(layout.total_bits(), 64);
+        let parts = Parts {
+            timestamp: layout.timestamp_field().max(),
+            node: 1023,
+            sequence: 8191,
+            clock_id: 0,
+        };
+        let id = layout.compose(parts).unwrap();
+        assert_eq!(id.to_u64(), u64::MAX);
+        assert_eq!(layout.decode(id).unwrap().parts(), parts);
+    }
+
+    #[test]
+    fn presets_have_their_published_parameters() {
+        let t = Layout::twitter();
+        assert_eq!(
+            (
+                t.epoch_ms(),
+                t.timestamp_bits(),
+                t.node_bits(),
+                t.sequence_bits()
+            ),
+            (1_288_834_974_657, 41, 10, 12)
+        );
+        let d = Layout::discord();
+        assert_eq!(
+            (
+                d.epoch_ms(),
+                d.timestamp_bits(),
+                d.node_bits(),
+                d.total_bits()
+            ),
+            (1_420_070_400_000, 42, 10, 64)
+        );
+        let s = Layout::sonyflake();
+        assert_eq!(
+            (
+                s.epoch_ms(),
+                s.unit_ms(),
+                s.timestamp_bits(),
+                s.total_bits()
+            ),
+            (1_409_529_600_000, 10, 39, 63)
+        );
+        assert!(s.field("sequence").unwrap().shift() > s.field("machine").unwrap().shift());
+        let j = Layout::js_safe();
+        assert_eq!(j.total_bits(), 53);
+    }
+
+    #[test]
+    fn lifetimes_match_the_documented_dates() {
+        // Years are checked through the RFC 3339 form of the last instant.
+        let year = |ms: u64| {
+            let mut s = String::new();
+            rfc3339::push(&mut s, ms);
+            s[..7].to_string()
+        };
+        assert_eq!(year(Layout::twitter().last_ms()), "2080-07");
+        assert_eq!(year(Layout::discord().last_ms()), "2154-05");
+        assert_eq!(year(Layout::discord().last_signed_ms()), "2084-09");
+        assert_eq!(year(Layout::sonyflake().last_ms()), "2188-11");
+        assert_eq!(year(Layout::js_safe().last_ms()), "2093-09");
+        let insta = Layout::instagram(1_314_220_021_721).unwrap();
+        assert_eq!(year(insta.last_signed_ms()), "2046-06");
+    }
+
+    #[test]
+    fn js_safe_ids_never_pass_2_pow_53() {
+        let layout = Layout::js_safe();
+        let last = layout
+            .compose(Parts {
+                timestamp: layout.timestamp_field().max(),
+                node: layout.max_node_id(),
+                sequence: layout.capacity_per_tick() - 1,
+                clock_id: 0,
+            })
+            .unwrap();
+        assert_eq!(last.to_u64(), (1 << 53) - 1);
+    }
+
+    #[test]
+    fn compose_rejects_values_that_do_not_fit() {
+        let layout = Layout::twitter();
+        let err = |parts| layout.compose(parts).unwrap_err();
+        assert_eq!(
+            err(Parts {
+                timestamp: 1 << 41,
+                ..Parts::default()
+            }),
+            FieldError::OutOfRange {
+                field: "timestamp".into(),
+                value: 1 << 41,
+                max: (1 << 41) - 1
+            }
+        );
+        assert_eq!(
+            err(Parts {
+                node: 1024,
+                ..Parts::default()
+            }),
+            FieldError::OutOfRange {
+                field: "node".into(),
+                value: 1024,
+                max: 1023
+            }
+        );
+        assert_eq!(
+            err(Parts {
+                sequence: 4096,
+                ..Parts::default()
+            }),
+            FieldError::OutOfRange {
+                field: "sequence".into(),
+                value: 4096,
+                max: 4095
+            }
+        );
+        assert_eq!(
+            err(Parts {
+                clock_id: 1,
+                ..Parts::default()
+            }),
+            FieldError::NoSuchField { field: "clock_id" }
+        );
+    }
+
+    #[test]
+    fn node_ids_spread_over_split_node_fields() {
+        // Node fields separated by the sequence still read as one number.
+        let layout = base()
+            .node("region", 3)
+            .sequence(4)
+            .node("machine", 2)
+            .build()
+            .unwrap();
+        let node = layout
+            .node_id_from_fields([("region", 5), ("machine", 2)])
+            .unwrap();
+        assert_eq!(node, 5 << 2 | 2);
+        let id = layout
+            .compose(Parts {
+                timestamp: 1,
+                node,
+                sequence: 3,
+                clock_id: 0,
+            })
+            .unwrap();
+        assert_eq!(id.to_u64(), 1 << 9 | 5 << 6 | 3 << 2 | 2);
+        let decoded = layout.decode(id).unwrap();
+        assert_eq!(decoded.node_id(), node);
+        assert_eq!(decoded.field("region"), Some(5));
+        assert_eq!(decoded.field("machine"), Some(2));
+        assert_eq!(
+            decoded.node_fields().collect::<Vec<_>>(),
+            [("region", 5), ("machine", 2)]
+        );
+        assert_eq!(
+            layout.node_id_from_fields([("rack", 1)]),
+            Err(FieldError::UnknownField {
+                field: "rack".into()
+            })
+        );
+        assert_eq!(
+            layout.node_id_from_fields([("sequence", 1)]),
+            Err(FieldError::UnknownField {
+                field: "sequence".into()
+            })
+        );
+    }
+
+    #[test]
+    fn decode_refuses_ids_with_unused_bits_set() {
+        let layout = Layout::js_safe();
+        assert_eq!(
+            layout.decode(Id::from_u64(1 << 53)).unwrap_err(),
+            FieldError::UnusedBitsSet {
+                id: 1 << 53,
+                layout_bits: 53
+            }
+        );
+        assert!(layout.decode(Id::from_u64((1 << 53) - 1)).is_ok());
+    }
+
+    #[test]
+    fn timestamp_at_handles_units_and_range() {
+        let s = Layout::sonyflake();
+        assert_eq!(s.timestamp_at(s.epoch_ms()), Ok(0));
+        assert_eq!(s.timestamp_at(s.epoch_ms() + 9), Ok(0));
+        assert_eq!(s.timestamp_at(s.epoch_ms() + 10), Ok(1));
+        assert_eq!(s.timestamp_at(s.last_ms()), Ok((1 << 39) - 1));
+        assert_eq!(
+            s.timestamp_at(s.last_ms() + 1),
+            Err(FieldError::AfterLifetime {
+                unix_ms: s.last_ms() + 1,
+                last_ms: s.last_ms()
+            })
+        );
+        assert_eq!(s.unix_ms((1 << 39) - 1) + 9, s.last_ms());
+    }
+}

@@ -1,0 +1,97 @@
+//! Time-ordered, unique 64-bit IDs (the Snowflake family), generated from many
+//! threads without locks.
+//!
+//! ```
+//! use flakeid::{Generator, Layout};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let generator = Generator::builder(Layout::twitter()).node_id(42).build()?;
+//! let id = generator.next_id();
+//! let decoded = generator.layout().decode(id)?;
+//! assert_eq!(decoded.node_id(), 42);
+//! println!("{id} was made at {}", decoded); // 2026-11-22T07:15:42.123Z datacenter=1 worker=10 sequence=0
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Design
+//!
+//! - A [`Layout`] is the bit plan: an epoch, a timestamp of whole-millisecond
+//!   units, named node fields, a sequence, and optionally a clock id, in an
+//!   order the layout states. Presets reproduce Twitter, Discord, Instagram,
+//!   Sonyflake, and a layout whose IDs JavaScript holds exactly.
+//! - A [`Generator`] keeps its whole state (timestamp, sequence, clock id) in
+//!   one cache-padded `AtomicU64`, laid out like an ID without its node bits.
+//!   A call loads it, reads the clock, computes the successor and installs it
+//!   with one compare-and-swap, backing off after a lost race. The node bits
+//!   are OR'ed in on the way out. No path takes a lock.
+//! - [`MutexGenerator`] applies the same transition function under a mutex. It
+//!   is the baseline for benchmarks and the oracle for differential tests; the
+//!   [`IdGenerator`] trait covers both.
+//! - Time comes from a [`Clock`]. The default [`MonotonicClock`] reads the TSC
+//!   through `quanta`, anchored to the wall clock and never going backwards;
+//!   [`SystemClock`] follows the wall clock; [`ManualClock`] is set by hand for
+//!   tests and simulations.
+//! - Policies say what happens when a tick's sequence runs out
+//!   ([`OnExhausted`]: wait, borrow future ticks, report, or move to the next
+//!   clock id) and when the clock reads behind ([`OnClockBehind`]: continue on
+//!   the last timestamp, wait a bounded time, report, or bump the clock id).
+//!
+//! # Guarantees
+//!
+//! For one generator (and, with distinct node ids, across generators):
+//!
+//! 1. **Unique.** No two calls return the same ID. Across generators of one
+//!    layout, IDs differ when the node ids differ.
+//! 2. **Ordered.** IDs come out in the order their compare-and-swap succeeded,
+//!    so each thread sees strictly increasing IDs, and of two calls that do not
+//!    overlap in time the later gets the larger ID.
+//! 3. **Time never runs backwards** inside the ID stream, whatever the clock does.
+//! 4. **Bounded lead.** The generator never moves its timestamp past the
+//!    latest clock reading plus the lead allowance (`OnExhausted::Borrow`'s
+//!    `max_ahead`, otherwise zero). If the clock is then stepped back, the
+//!    stored timestamp stays where it was and `OnClockBehind` decides.
+//! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids and
+//!    strings are validated with typed errors ([`LayoutError`], [`FieldError`],
+//!    [`BuildError`], [`ParseIdError`]).
+//!
+//! One policy gives up guarantees 2 and 3 by design: with
+//! [`OnClockBehind::NextClock`], the ID after a clock step-back carries the
+//! earlier time under a new clock id. It stays unique.
+//!
+//! `next_id` panics only where `try_next_id` would return an error: a policy
+//! set to report, or a clock past the layout's last instant (see
+//! [`Generator::next_id`]). With the default policies it never fails before the
+//! layout's end of life.
+//!
+//! # Caveats
+//!
+//! - A 12-bit sequence caps a generator at 4,096 IDs per millisecond. Above
+//!   that, `OnExhausted::Wait` waits for the next millisecond; use
+//!   `OnExhausted::Borrow` for bursts or a layout with a wider sequence.
+//! - Uniqueness across machines rests on distinct node ids: assign them with
+//!   care (one per process, never reused while the old holder may live).
+//! - A restarted process whose wall clock was stepped back can reissue IDs its
+//!   predecessor issued: the monotonic clock protects only within one process.
+//!
+//! # Feature flags
+//!
+//! None yet: the default build depends only on `crossbeam-utils` and `quanta`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod clock;
+mod error;
+mod generator;
+mod id;
+mod layout;
+mod primitive;
+mod rfc3339;
+
+pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
+pub use error::{BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, ParseIdError};
+pub use generator::{
+    Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
+};
+pub use id::Id;
+pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
