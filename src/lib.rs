@@ -95,3 +95,8 @@ pub use generator::{
 };
 pub use id::Id;
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

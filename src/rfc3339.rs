@@ -60,9 +60,10 @@ mod tests {
     }
 
     #[test]
-    fn agrees_with_a_day_by_day_walk_over_five_centuries() {
+    fn agrees_with_a_day_by_day_walk() {
         let mut date = (1970u64, 1u64, 1u64);
-        for days in 0..(500 * 366) {
+        let years = if cfg!(miri) { 5 } else { 500 };
+        for days in 0..(years * 366) {
             assert_eq!(civil_from_days(days), date, "day {days}");
             let (y, m, d) = date;
             let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);

@@ -292,6 +292,25 @@ impl<C: Clock> IdGenerator for Generator<C> {
     }
 }
 
+/// Deliberately broken variants, compiled only for the loom models, which must
+/// catch them (a model that passes on these has no teeth).
+#[cfg(flakeid_loom)]
+impl<C: Clock> Generator<C> {
+    /// `next_id` with the compare-and-swap replaced by a load and a store:
+    /// two racing threads can both install the same successor.
+    #[doc(hidden)]
+    pub fn broken_next_id_load_store(&self) -> Id {
+        let cur = self.state.load(Ordering::Relaxed);
+        match self.plan.advance(cur, self.clock.now_ms(), 1) {
+            Ok(step) => {
+                self.state.store(step.next, Ordering::Relaxed);
+                self.id(step.first)
+            }
+            Err(stall) => panic!("flakeid: {}", self.plan.error(stall)),
+        }
+    }
+}
+
 impl<C: Clock> Reserve for Generator<C> {
     fn plan(&self) -> &Plan {
         &self.plan
