@@ -213,6 +213,9 @@ pub enum BuildError {
         /// The sequence values in one tick.
         capacity: u64,
     },
+    /// The saved state could not be read, checked or written (see
+    /// [`Persist`](crate::Persist)); no ID was issued.
+    State(StateError),
 }
 
 impl fmt::Display for BuildError {
@@ -234,6 +237,7 @@ impl fmt::Display for BuildError {
                 f,
                 "random sequence start bound {bound} is out of range (1..={capacity})"
             ),
+            BuildError::State(e) => e.fmt(f),
         }
     }
 }
@@ -242,6 +246,7 @@ impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             BuildError::Field(e) => Some(e),
+            BuildError::State(e) => Some(e),
             _ => None,
         }
     }
@@ -252,6 +257,136 @@ impl From<FieldError> for BuildError {
         BuildError::Field(e)
     }
 }
+
+impl From<StateError> for BuildError {
+    fn from(e: StateError) -> Self {
+        BuildError::State(e)
+    }
+}
+
+/// The saved generator state (the restart-safety high-water marks) is missing
+/// a part, damaged, from elsewhere, or cannot be stored.
+///
+/// A damaged state never silently resets: building fails with one of these
+/// until someone decides, with [`Persist::on_invalid_state`](crate::Persist::on_invalid_state),
+/// where the new generator may safely start.
+///
+/// ```
+/// use flakeid::{BuildError, Generator, Layout, Persist, StateError};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = std::env::temp_dir().join(format!("flakeid-doc-state-error-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("node-7.state");
+/// std::fs::write(&path, "flakeid state v1\ngarbage\ncrc32 00000000\n")?;
+/// let err = Generator::builder(Layout::twitter())
+///     .node_id(7)
+///     .persist(Persist::file(&path))
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(err, BuildError::State(StateError::Corrupt { .. })));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The state does not pass its checksum, or a line is malformed.
+    Corrupt {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The state ends early (a partial write from something other than
+    /// flakeid, or a truncated copy).
+    Truncated,
+    /// The state was written by a newer version of flakeid.
+    UnsupportedVersion {
+        /// The version found.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The state belongs to another layout or node id.
+    Mismatch {
+        /// What differs, for example `node id 3 (state) vs 7 (generator)`.
+        what: String,
+    },
+    /// Another generator (in this or another process) holds the state.
+    Locked {
+        /// The lock file.
+        path: String,
+    },
+    /// The state store was already used by a generator built from this builder.
+    StoreInUse,
+    /// The layout's clock-id field is too wide to keep a mark per clock id.
+    ClockIdTooWide {
+        /// The field's width.
+        bits: u32,
+        /// The widest supported.
+        max: u32,
+    },
+    /// Reading or writing the state failed (an unwritable directory, a full
+    /// disk, ...).
+    Io {
+        /// What was being done, for example `write /var/lib/app/node.state.tmp`.
+        op: String,
+        /// The OS error's kind.
+        kind: std::io::ErrorKind,
+        /// The OS error's message.
+        message: String,
+    },
+}
+
+impl StateError {
+    /// A [`StateError::Io`] for an I/O error that happened while doing `op`
+    /// (for [`StateStore`](crate::StateStore) implementations).
+    ///
+    /// ```
+    /// use flakeid::StateError;
+    /// use std::io;
+    ///
+    /// let e = StateError::from_io("write /data/node.state", &io::Error::from(io::ErrorKind::StorageFull));
+    /// assert!(e.to_string().starts_with("write /data/node.state: "));
+    /// ```
+    pub fn from_io(op: impl Into<String>, e: &std::io::Error) -> StateError {
+        StateError::Io {
+            op: op.into(),
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateError::Corrupt { reason } => write!(f, "the saved state is corrupt: {reason}"),
+            StateError::Truncated => write!(f, "the saved state is truncated"),
+            StateError::UnsupportedVersion { found, supported } => write!(
+                f,
+                "the saved state has format version {found}; this build reads up to {supported}"
+            ),
+            StateError::Mismatch { what } => {
+                write!(f, "the saved state belongs to another generator: {what}")
+            }
+            StateError::Locked { path } => write!(
+                f,
+                "another generator holds the state (lock file {path} is locked)"
+            ),
+            StateError::StoreInUse => {
+                write!(f, "the state store is already used by another generator")
+            }
+            StateError::ClockIdTooWide { bits, max } => write!(
+                f,
+                "a {bits}-bit clock-id field is too wide to persist (at most {max} bits)"
+            ),
+            StateError::Io { op, message, .. } => write!(f, "{op}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
 
 /// An ID could not be issued.
 ///
@@ -304,6 +439,12 @@ pub enum GenerateError {
         /// The layout's last instant, in Unix milliseconds.
         last_ms: u64,
     },
+    /// (from `poll_id`) The next ID needs a later tick than the saved
+    /// reservation covers; the reservation is being extended.
+    Reserving,
+    /// The reservation cannot be saved, so no ID past the saved one may be
+    /// issued. `try_next_id` reports it; `next_id` waits for storage to recover.
+    Storage(StateError),
 }
 
 impl GenerateError {
@@ -339,11 +480,22 @@ impl fmt::Display for GenerateError {
                 f,
                 "the clock is past the layout's last instant ({last_ms} ms since 1970)"
             ),
+            GenerateError::Reserving => {
+                write!(f, "the reservation of later timestamps is being saved")
+            }
+            GenerateError::Storage(e) => write!(f, "cannot save the reservation: {e}"),
         }
     }
 }
 
-impl std::error::Error for GenerateError {}
+impl std::error::Error for GenerateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GenerateError::Storage(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A string is not the decimal form of an [`Id`](crate::Id).
 ///

@@ -32,6 +32,9 @@
 //!   through `quanta`, anchored to the wall clock and never going backwards;
 //!   [`SystemClock`] follows the wall clock; [`ManualClock`] is set by hand for
 //!   tests and simulations.
+//! - With [`Builder::persist`], a background writer saves a high-water mark of
+//!   the timestamps ahead of use ([`Persist`], [`FileStore`]); a new tick is
+//!   entered only below the saved mark.
 //! - Policies say what happens when a tick's sequence runs out
 //!   ([`OnExhausted`]: wait, borrow future ticks, report, or move to the next
 //!   clock id) and when the clock reads behind ([`OnClockBehind`]: continue on
@@ -51,9 +54,14 @@
 //!    latest clock reading plus the lead allowance (`OnExhausted::Borrow`'s
 //!    `max_ahead`, otherwise zero). If the clock is then stepped back, the
 //!    stored timestamp stays where it was and `OnClockBehind` decides.
-//! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids and
-//!    strings are validated with typed errors ([`LayoutError`], [`FieldError`],
-//!    [`BuildError`], [`ParseIdError`]).
+//! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids,
+//!    strings and saved state are validated with typed errors
+//!    ([`LayoutError`], [`FieldError`], [`BuildError`], [`ParseIdError`],
+//!    [`StateError`]).
+//! 6. **Restart-safe**, with [`Builder::persist`]: no ID with a timestamp
+//!    after `T` is issued unless `T` was first saved durably, and a restarted
+//!    generator starts after its predecessor's saved mark, so it never
+//!    reissues an ID, even with the clock set back in between (see [`Persist`]).
 //!
 //! One policy gives up guarantees 2 and 3 by design: with
 //! [`OnClockBehind::NextClock`], the ID after a clock step-back carries the
@@ -71,8 +79,12 @@
 //!   `OnExhausted::Borrow` for bursts or a layout with a wider sequence.
 //! - Uniqueness across machines rests on distinct node ids: assign them with
 //!   care (one per process, never reused while the old holder may live).
-//! - A restarted process whose wall clock was stepped back can reissue IDs its
-//!   predecessor issued: the monotonic clock protects only within one process.
+//! - Without [`Builder::persist`], a restarted process whose wall clock was
+//!   stepped back can reissue IDs its predecessor issued: the monotonic clock
+//!   protects only within one process.
+//! - With persistence, a restart after a crash treats the whole reserved
+//!   window (1 s by default) as used: the first ID may wait for the clock to
+//!   pass it, depending on the policies.
 //!
 //! # Feature flags
 //!
@@ -85,16 +97,20 @@ mod error;
 mod generator;
 mod id;
 mod layout;
+mod persist;
 mod primitive;
 mod rfc3339;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
-pub use error::{BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, ParseIdError};
+pub use error::{
+    BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, ParseIdError, StateError,
+};
 pub use generator::{
     Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
 };
 pub use id::Id;
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
+pub use persist::{FileStore, InvalidState, Persist, RestartRule, StateStore};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

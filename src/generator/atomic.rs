@@ -6,12 +6,13 @@ use crossbeam_utils::CachePadded;
 
 use super::plan::{Plan, Stall, Step};
 use super::stats::{Counters, Stats};
-use super::wait::{self, Reserve};
-use super::{Builder, IdBatch, IdGenerator};
+use super::wait::{self, Mode, Reserve};
+use super::{Builder, IdBatch, IdGenerator, Parts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
 use crate::id::Id;
 use crate::layout::Layout;
+use crate::persist::Persister;
 use crate::primitive::{AtomicU64, Backoff, Ordering};
 
 /// The lock-free ID generator. Share it by reference (or `Arc`) across threads.
@@ -58,6 +59,7 @@ pub struct Generator<C = MonotonicClock> {
     plan: Plan,
     clock: C,
     counters: Option<Box<Counters>>,
+    persister: Option<Persister>,
 }
 
 impl Generator {
@@ -83,12 +85,13 @@ impl Generator {
 }
 
 impl<C: Clock> Generator<C> {
-    pub(crate) fn from_plan(plan: Plan, clock: C, counters: bool, state: u64) -> Self {
+    pub(crate) fn from_parts(parts: Parts<C>) -> Self {
         Generator {
-            state: CachePadded::new(AtomicU64::new(state)),
-            plan,
-            clock,
-            counters: counters.then(Box::default),
+            state: CachePadded::new(AtomicU64::new(parts.state)),
+            plan: parts.plan,
+            clock: parts.clock,
+            counters: parts.counters.then(Box::default),
+            persister: parts.persister,
         }
     }
 
@@ -283,7 +286,15 @@ impl<C: Clock> IdGenerator for Generator<C> {
 
     #[inline]
     fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
-        wait::reserve_batch(self, n)
+        wait::reserve_batch(self, n, Mode::Report)
+    }
+
+    #[inline]
+    fn next_ids(&self, n: usize) -> IdBatch {
+        match wait::reserve_batch(self, n, Mode::Wait) {
+            Ok(batch) => batch,
+            Err(e) => panic!("flakeid: {e}"),
+        }
     }
 
     #[inline]
@@ -356,6 +367,7 @@ impl<C: Clock> Reserve for Generator<C> {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
+                    self.plan.installed(&step);
                     if let Some(counters) = &self.counters {
                         counters.record(&step);
                     }
@@ -371,6 +383,17 @@ impl<C: Clock> Reserve for Generator<C> {
                     backoff.spin();
                 }
             }
+        }
+    }
+}
+
+/// With restart safety on, dropping the generator stops its writer after it
+/// saves the exact last timestamp issued.
+impl<C> Drop for Generator<C> {
+    fn drop(&mut self) {
+        if let Some(persister) = self.persister.take() {
+            let state = self.state.load(Ordering::Relaxed);
+            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
         }
     }
 }

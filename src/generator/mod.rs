@@ -20,6 +20,7 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::error::{BuildError, FieldError, GenerateError};
 use crate::id::Id;
 use crate::layout::Layout;
+use crate::persist::{self, Persist, Persister};
 use plan::{Plan, PlanConfig};
 
 /// What [`Generator`] and [`MutexGenerator`] have in common, so tests and
@@ -65,6 +66,14 @@ pub trait IdGenerator: Send + Sync {
     /// As [`Generator::poll_id`].
     fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError>;
 
+    /// Up to `n` consecutive IDs, waiting as the policies say and for outside
+    /// help (a state store recovering); see [`Generator::next_ids`].
+    ///
+    /// # Panics
+    ///
+    /// As [`Generator::next_id`].
+    fn next_ids(&self, n: usize) -> IdBatch;
+
     /// The next ID, waiting as the policies say; see [`Generator::next_id`].
     ///
     /// # Panics
@@ -72,10 +81,7 @@ pub trait IdGenerator: Send + Sync {
     /// As [`Generator::next_id`].
     #[inline]
     fn next_id(&self) -> Id {
-        match self.try_next_id() {
-            Ok(id) => id,
-            Err(e) => panic!("flakeid: {e}"),
-        }
+        self.next_ids(1).first_id()
     }
 
     /// The next ID, or the error a policy reports; see [`Generator::try_next_id`].
@@ -96,19 +102,6 @@ pub trait IdGenerator: Send + Sync {
     #[inline]
     fn poll_id(&self) -> Result<Id, GenerateError> {
         self.poll_ids(1).map(|batch| batch.first_id())
-    }
-
-    /// Up to `n` consecutive IDs; see [`Generator::next_ids`].
-    ///
-    /// # Panics
-    ///
-    /// As [`Generator::next_id`].
-    #[inline]
-    fn next_ids(&self, n: usize) -> IdBatch {
-        match self.try_next_ids(n) {
-            Ok(batch) => batch,
-            Err(e) => panic!("flakeid: {e}"),
-        }
     }
 }
 
@@ -231,6 +224,16 @@ pub struct Builder<C = MonotonicClock> {
     seed: Option<u64>,
     clock_id: u64,
     counters: bool,
+    persist: Option<Persist>,
+}
+
+/// Everything a generator is made of, from [`Builder`].
+pub(crate) struct Parts<C> {
+    pub(crate) plan: Plan,
+    pub(crate) clock: C,
+    pub(crate) counters: bool,
+    pub(crate) state: u64,
+    pub(crate) persister: Option<Persister>,
 }
 
 impl Builder {
@@ -246,6 +249,7 @@ impl Builder {
             seed: None,
             clock_id: 0,
             counters: false,
+            persist: None,
         }
     }
 }
@@ -280,6 +284,7 @@ impl<C: Clock> Builder<C> {
             seed: self.seed,
             clock_id: self.clock_id,
             counters: self.counters,
+            persist: self.persist,
         }
     }
 
@@ -325,17 +330,29 @@ impl<C: Clock> Builder<C> {
         self
     }
 
+    /// Turns on restart safety: the generator saves a high-water mark of its
+    /// timestamps ahead of use and, when restarted, starts after the mark its
+    /// predecessor saved, so it never reissues an ID, even if the clock was
+    /// set back in between. See [`Persist`].
+    ///
+    /// Building then opens and checks the saved state and saves the first
+    /// reservation, so a store that cannot be read or written fails the build,
+    /// before any ID is issued.
+    pub fn persist(mut self, persist: Persist) -> Self {
+        self.persist = Some(persist);
+        self
+    }
+
     /// Builds the lock-free [`Generator`].
     ///
     /// # Errors
     ///
     /// A [`BuildError`] if the node id or clock id does not fit the layout, a
     /// `NextClock` policy has no clock-id field to use, a `Borrow` allowance is
-    /// shorter than one tick, or the random start bound is out of range.
+    /// shorter than one tick, the random start bound is out of range, or (with
+    /// [`persist`](Builder::persist)) the saved state cannot be used.
     pub fn build(self) -> Result<Generator<C>, BuildError> {
-        let (plan, clock, counters) = self.into_parts()?;
-        let state = plan.initial_state();
-        Ok(Generator::from_plan(plan, clock, counters, state))
+        Ok(Generator::from_parts(self.into_parts()?))
     }
 
     /// Builds the [`MutexGenerator`] twin.
@@ -344,21 +361,58 @@ impl<C: Clock> Builder<C> {
     ///
     /// As [`build`](Builder::build).
     pub fn build_mutex(self) -> Result<MutexGenerator<C>, BuildError> {
-        let (plan, clock, counters) = self.into_parts()?;
-        let state = plan.initial_state();
-        Ok(MutexGenerator::from_plan(plan, clock, counters, state))
+        Ok(MutexGenerator::from_parts(self.into_parts()?))
     }
 
-    fn into_parts(self) -> Result<(Plan, C, bool), BuildError> {
-        let plan = self.plan()?;
+    fn into_parts(self) -> Result<Parts<C>, BuildError> {
+        let mut config = self.config()?;
         let clock = match self.clock {
             ClockSource::Given(clock) => clock,
             ClockSource::Default(make) => make(),
         };
-        Ok((plan, clock, self.counters))
+        let Some(persist) = &self.persist else {
+            let plan = Plan::new(self.layout, config);
+            let state = plan.initial_state();
+            return Ok(Parts {
+                plan,
+                clock,
+                counters: self.counters,
+                state,
+                persister: None,
+            });
+        };
+        let now_ms = clock.now_ms();
+        let now_tick = self.layout.timestamp_at(now_ms).unwrap_or_else(|_| {
+            if now_ms < self.layout.epoch_ms() {
+                0
+            } else {
+                self.layout.timestamp_field().max()
+            }
+        });
+        let started = persist::start(
+            persist,
+            &self.layout,
+            config.node_id,
+            self.clock_id,
+            now_tick,
+        )?;
+        config.first_clock_id = started.clock_id;
+        config.reservation = Some(started.reservation);
+        let plan = Plan::new(self.layout, config);
+        let state = match started.floor {
+            Some(tick) => plan.state_after(tick),
+            None => plan.initial_state(),
+        };
+        Ok(Parts {
+            plan,
+            clock,
+            counters: self.counters,
+            state,
+            persister: Some(started.persister),
+        })
     }
 
-    fn plan(&self) -> Result<Plan, BuildError> {
+    fn config(&self) -> Result<PlanConfig, BuildError> {
         let layout = &self.layout;
         let node_id = match &self.node {
             NodeSpec::Id(node) => *node,
@@ -422,17 +476,15 @@ impl<C: Clock> Builder<C> {
         let seed = self
             .seed
             .unwrap_or_else(|| RandomState::new().hash_one("flakeid"));
-        Ok(Plan::new(
-            layout.clone(),
-            PlanConfig {
-                node_bits,
-                node_id,
-                on_exhausted: self.on_exhausted,
-                on_behind: self.on_behind,
-                start_bound,
-                seed,
-                first_clock_id: self.clock_id,
-            },
-        ))
+        Ok(PlanConfig {
+            node_bits,
+            node_id,
+            on_exhausted: self.on_exhausted,
+            on_behind: self.on_behind,
+            start_bound,
+            seed,
+            first_clock_id: self.clock_id,
+            reservation: None,
+        })
     }
 }

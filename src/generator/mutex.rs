@@ -6,12 +6,13 @@ use crossbeam_utils::CachePadded;
 
 use super::plan::{Plan, Stall, Step};
 use super::stats::{Counters, Stats};
-use super::wait::{self, Reserve};
-use super::{Builder, IdBatch, IdGenerator};
+use super::wait::{self, Mode, Reserve};
+use super::{Builder, IdBatch, IdGenerator, Parts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
 use crate::id::Id;
 use crate::layout::Layout;
+use crate::persist::Persister;
 use crate::primitive::{Mutex, lock};
 
 /// A generator with the same semantics as [`Generator`](crate::Generator),
@@ -42,6 +43,7 @@ pub struct MutexGenerator<C = MonotonicClock> {
     plan: Plan,
     clock: C,
     counters: Option<Box<Counters>>,
+    persister: Option<Persister>,
 }
 
 impl MutexGenerator {
@@ -53,12 +55,13 @@ impl MutexGenerator {
 }
 
 impl<C: Clock> MutexGenerator<C> {
-    pub(crate) fn from_plan(plan: Plan, clock: C, counters: bool, state: u64) -> Self {
+    pub(crate) fn from_parts(parts: Parts<C>) -> Self {
         MutexGenerator {
-            state: CachePadded::new(Mutex::new(state)),
-            plan,
-            clock,
-            counters: counters.then(Box::default),
+            state: CachePadded::new(Mutex::new(parts.state)),
+            plan: parts.plan,
+            clock: parts.clock,
+            counters: parts.counters.then(Box::default),
+            persister: parts.persister,
         }
     }
 
@@ -104,7 +107,15 @@ impl<C: Clock> IdGenerator for MutexGenerator<C> {
 
     #[inline]
     fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
-        wait::reserve_batch(self, n)
+        wait::reserve_batch(self, n, Mode::Report)
+    }
+
+    #[inline]
+    fn next_ids(&self, n: usize) -> IdBatch {
+        match wait::reserve_batch(self, n, Mode::Wait) {
+            Ok(batch) => batch,
+            Err(e) => panic!("flakeid: {e}"),
+        }
     }
 
     #[inline]
@@ -128,10 +139,21 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
         let step = self.plan.advance(*state, self.clock.now_ms(), n)?;
         *state = step.next;
         drop(state);
+        self.plan.installed(&step);
         if let Some(counters) = &self.counters {
             counters.record(&step);
         }
         Ok(step)
+    }
+}
+
+/// As for [`Generator`](crate::Generator): saves the exact last timestamp.
+impl<C> Drop for MutexGenerator<C> {
+    fn drop(&mut self) {
+        if let Some(persister) = self.persister.take() {
+            let state = *lock(&self.state);
+            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! lock. So they share semantics by construction, and the differential tests
 //! compare the two ways of applying it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::policy::{OnClockBehind, OnExhausted};
@@ -13,6 +14,7 @@ use crate::error::GenerateError;
 use crate::layout::Layout;
 #[cfg(test)]
 use crate::layout::mask;
+use crate::persist::Reservation;
 
 /// A successful transition: the new state and the IDs it hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub(crate) struct Step {
     /// How many consecutive sequence values, from `first`, are handed out.
     pub(crate) count: u64,
     pub(crate) event: Event,
+    /// Whether the step entered a tick (or clock id) rather than continuing one.
+    pub(crate) entered: bool,
 }
 
 /// Something worth counting that a transition did.
@@ -50,9 +54,10 @@ pub(crate) enum Stall {
     Behind { behind_ms: u64 },
     /// The clock is past what the timestamp field can hold.
     Expired,
+    /// Entering `tick` on `clock` needs a reservation not yet saved.
+    Unreserved { clock: u64, tick: u64 },
 }
 
-#[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub(crate) layout: Layout,
     epoch_ms: u64,
@@ -76,6 +81,8 @@ pub(crate) struct Plan {
     seed: u64,
     /// The clock id this generator started with; it never comes back to it.
     first_clock_id: u64,
+    /// The saved reservation, when restart safety is on.
+    reservation: Option<Arc<Reservation>>,
 }
 
 pub(crate) struct PlanConfig {
@@ -86,6 +93,7 @@ pub(crate) struct PlanConfig {
     pub(crate) start_bound: u64,
     pub(crate) seed: u64,
     pub(crate) first_clock_id: u64,
+    pub(crate) reservation: Option<Arc<Reservation>>,
 }
 
 impl Plan {
@@ -121,6 +129,7 @@ impl Plan {
             start_bound: config.start_bound,
             seed: config.seed,
             first_clock_id: config.first_clock_id,
+            reservation: config.reservation,
             layout,
         }
     }
@@ -129,6 +138,32 @@ impl Plan {
     /// first ID is never the all-zero one and no tick is skipped.
     pub(crate) fn initial_state(&self) -> u64 {
         self.first_clock_id << self.clk_shift
+    }
+
+    /// The state after a predecessor that may have used every sequence value
+    /// up to and including `tick` on the first clock id.
+    pub(crate) fn state_after(&self, tick: u64) -> u64 {
+        (tick.min(self.ts_max) << self.ts_shift)
+            | (self.first_clock_id << self.clk_shift)
+            | (self.seq_max << self.seq_shift)
+    }
+
+    /// The clock id in a state, as a number.
+    #[inline]
+    pub(crate) fn clock_of(&self, state: u64) -> u64 {
+        (state & self.clk_mask) >> self.clk_shift
+    }
+
+    /// Bookkeeping after a step was installed.
+    #[inline]
+    pub(crate) fn installed(&self, step: &Step) {
+        if let (true, Some(r)) = (step.entered, &self.reservation) {
+            r.entered(self.clock_of(step.first), self.ts_of(step.first));
+        }
+    }
+
+    pub(crate) fn reservation(&self) -> Option<&Reservation> {
+        self.reservation.as_deref()
     }
 
     /// The distance between consecutive IDs of one tick.
@@ -175,29 +210,44 @@ impl Plan {
         ((u128::from(x) * u128::from(self.start_bound)) >> 64) as u64
     }
 
-    /// A state at timestamp `ts` and clock id bits `clk_bits`, with its IDs.
+    /// A state at timestamp `ts` and clock id bits `clk_bits`, with its IDs,
+    /// if the reservation (when there is one) covers it.
     #[inline]
-    fn enter_tick(&self, ts: u64, clk_bits: u64, n: u64, event: Event) -> Step {
+    fn enter_tick(&self, ts: u64, clk_bits: u64, n: u64, event: Event) -> Result<Step, Stall> {
+        if let Some(r) = &self.reservation {
+            let clock = clk_bits >> self.clk_shift;
+            if !r.covers(clock, ts) {
+                return Err(Stall::Unreserved { clock, tick: ts });
+            }
+        }
         let start = self.start(ts, clk_bits);
         let first = (ts << self.ts_shift) | clk_bits | (start << self.seq_shift);
         let count = n.min(self.seq_max - start + 1);
-        Step {
+        Ok(Step {
             next: first + (count - 1) * self.seq_one,
             first,
             count,
             event,
-        }
+            entered: true,
+        })
     }
 
-    /// The clock id bits after `clk_bits`, unless that clock id is the first
-    /// one this generator used (all used: reusing one could repeat an ID).
+    /// The clock id bits after `clk_bits` for use at tick `ts`, unless that
+    /// clock id is the first one this generator used (all used: reusing one
+    /// could repeat an ID) or a predecessor may have used it at `ts`.
     #[inline]
-    fn next_clock(&self, clk_bits: u64) -> Option<u64> {
+    fn next_clock(&self, clk_bits: u64, ts: u64) -> Option<u64> {
         if self.clk_mask == 0 {
             return None;
         }
         let next = (clk_bits + (1 << self.clk_shift)) & self.clk_mask;
-        (next != self.first_clock_id << self.clk_shift).then_some(next)
+        if next == self.first_clock_id << self.clk_shift {
+            return None;
+        }
+        match &self.reservation {
+            Some(r) if !r.is_fresh(next >> self.clk_shift, ts) => None,
+            _ => Some(next),
+        }
     }
 
     /// The transition for a request of `n >= 1` IDs, from state `cur` at clock
@@ -223,7 +273,7 @@ impl Plan {
             if now > self.ts_max {
                 return Err(Stall::Expired);
             }
-            return Ok(self.enter_tick(now, cur & self.clk_mask, n, Event::Plain));
+            return self.enter_tick(now, cur & self.clk_mask, n, Event::Plain);
         }
         if now.saturating_add(self.lead_ticks) < ts {
             return self.behind(cur, ts, now_ms, n);
@@ -248,6 +298,7 @@ impl Plan {
                 first: cur + self.seq_one,
                 count,
                 event,
+                entered: false,
             });
         }
         self.exhausted(cur, ts, now_ms, n)
@@ -261,11 +312,11 @@ impl Plan {
             OnExhausted::Borrow { .. }
                 if ts < self.ts_max && ts < self.ticks(now_ms).saturating_add(self.lead_ticks) =>
             {
-                return Ok(self.enter_tick(ts + 1, clk_bits, n, Event::Borrowed));
+                return self.enter_tick(ts + 1, clk_bits, n, Event::Borrowed);
             }
             OnExhausted::NextClock => {
-                if let Some(next) = self.next_clock(clk_bits) {
-                    return Ok(self.enter_tick(ts, next, n, Event::Bumped { behind: false }));
+                if let Some(next) = self.next_clock(clk_bits, ts) {
+                    return self.enter_tick(ts, next, n, Event::Bumped { behind: false });
                 }
             }
             _ => {}
@@ -287,15 +338,13 @@ impl Plan {
             OnClockBehind::Wait { .. } | OnClockBehind::Error => Err(Stall::Behind {
                 behind_ms: self.unix_ms(ts).saturating_sub(now_ms).max(1),
             }),
-            OnClockBehind::NextClock => match self.next_clock(cur & self.clk_mask) {
-                Some(next) => Ok(self.enter_tick(
-                    self.ticks(now_ms),
-                    next,
-                    n,
-                    Event::Bumped { behind: true },
-                )),
-                None => self.same_tick(cur, ts, now_ms, n, Event::Behind),
-            },
+            OnClockBehind::NextClock => {
+                let now = self.ticks(now_ms);
+                match self.next_clock(cur & self.clk_mask, now) {
+                    Some(next) => self.enter_tick(now, next, n, Event::Bumped { behind: true }),
+                    None => self.same_tick(cur, ts, now_ms, n, Event::Behind),
+                }
+            }
             OnClockBehind::Continue => self.same_tick(cur, ts, now_ms, n, Event::Behind),
         }
     }
@@ -311,6 +360,10 @@ impl Plan {
             },
             Stall::Expired => GenerateError::Expired {
                 last_ms: self.layout.last_ms(),
+            },
+            Stall::Unreserved { .. } => match self.reservation().and_then(Reservation::failure) {
+                Some(e) => GenerateError::Storage(e),
+                None => GenerateError::Reserving,
             },
         }
     }
@@ -361,6 +414,7 @@ mod tests {
                 start_bound: 0,
                 seed: 0,
                 first_clock_id: 0,
+                reservation: None,
             },
         )
     }

@@ -9,6 +9,15 @@ use super::stats::Counters;
 use crate::error::GenerateError;
 use crate::primitive::{self, Backoff, Deadline};
 
+/// How a blocking call treats conditions that outside help may clear (a
+/// failing state store today): `Report` returns them (`try_next_id`),
+/// `Wait` waits them out (`next_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Report,
+    Wait,
+}
+
 /// One generator's way of applying [`Plan::advance`] to its state.
 pub(crate) trait Reserve {
     fn plan(&self) -> &Plan;
@@ -31,11 +40,12 @@ pub(crate) fn poll_batch<R: Reserve + ?Sized>(r: &R, n: usize) -> Result<IdBatch
 pub(crate) fn reserve_batch<R: Reserve + ?Sized>(
     r: &R,
     n: usize,
+    mode: Mode,
 ) -> Result<IdBatch, GenerateError> {
     if n == 0 {
         return Ok(IdBatch::empty());
     }
-    reserve(r, n as u64).map(|step| batch(r.plan(), step))
+    reserve(r, n as u64, mode).map(|step| batch(r.plan(), step))
 }
 
 #[inline]
@@ -45,7 +55,7 @@ fn batch(plan: &Plan, step: Step) -> IdBatch {
 
 /// Reserves up to `n` IDs without waiting.
 #[inline]
-pub(crate) fn poll<R: Reserve + ?Sized>(r: &R, n: u64) -> Result<Step, GenerateError> {
+fn poll<R: Reserve + ?Sized>(r: &R, n: u64) -> Result<Step, GenerateError> {
     r.poll(n).map_err(|stall| {
         note_stall(r, stall);
         r.plan().error(stall)
@@ -54,22 +64,33 @@ pub(crate) fn poll<R: Reserve + ?Sized>(r: &R, n: u64) -> Result<Step, GenerateE
 
 /// Reserves up to `n` IDs, waiting through the stalls the policies wait for.
 #[inline]
-pub(crate) fn reserve<R: Reserve + ?Sized>(r: &R, n: u64) -> Result<Step, GenerateError> {
+fn reserve<R: Reserve + ?Sized>(r: &R, n: u64, mode: Mode) -> Result<Step, GenerateError> {
     match r.poll(n) {
         Ok(step) => Ok(step),
-        Err(stall) => wait(r, n, stall),
+        Err(stall) => wait(r, n, stall, mode),
     }
 }
 
 fn note_stall<R: Reserve + ?Sized>(r: &R, stall: Stall) {
-    if let (Some(c), Stall::Behind { .. }) = (r.counters(), stall) {
-        c.record_behind();
+    match (r.counters(), stall) {
+        (Some(c), Stall::Behind { .. }) => c.record_behind(),
+        (_, Stall::Unreserved { clock, tick }) => {
+            if let Some(reservation) = r.plan().reservation() {
+                reservation.request(clock, tick);
+            }
+        }
+        _ => {}
     }
 }
 
 #[cold]
 #[inline(never)]
-fn wait<R: Reserve + ?Sized>(r: &R, n: u64, mut stall: Stall) -> Result<Step, GenerateError> {
+fn wait<R: Reserve + ?Sized>(
+    r: &R,
+    n: u64,
+    mut stall: Stall,
+    mode: Mode,
+) -> Result<Step, GenerateError> {
     note_stall(r, stall);
     let plan = r.plan();
     let backoff = Backoff::new();
@@ -99,6 +120,17 @@ fn wait<R: Reserve + ?Sized>(r: &R, n: u64, mut stall: Stall) -> Result<Step, Ge
                     return Err(plan.error(stall));
                 }
                 behind_ms
+            }
+            Stall::Unreserved { clock, tick } => {
+                // The writer was asked for it; wait for the save unless it is
+                // failing and the caller wants to hear about that.
+                if let (Mode::Report, GenerateError::Storage(e)) = (mode, plan.error(stall)) {
+                    return Err(GenerateError::Storage(e));
+                }
+                if let Some(reservation) = plan.reservation() {
+                    reservation.request(clock, tick);
+                }
+                1
             }
         };
         if !waited {

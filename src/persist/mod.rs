@@ -1,0 +1,568 @@
+//! Restart safety: a durable high-water mark of the timestamps a generator
+//! may issue, reserved ahead of use.
+//!
+//! The promise: **no ID with a timestamp after `T` is issued unless `T` was
+//! first made durable.** A background writer keeps the saved mark (the
+//! *reservation*) about one window ahead of the timestamps in use; a thread
+//! waits for storage only when generation outruns the reservation. A restarted
+//! generator starts strictly after its predecessor's saved mark, so it never
+//! reissues an ID the predecessor could have issued, whatever the clock says.
+
+mod file;
+mod format;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+pub use file::FileStore;
+pub(crate) use format::SavedState;
+
+use crate::error::{BuildError, StateError};
+use crate::layout::{Layout, mask};
+use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
+
+/// The widest clock-id field whose marks are kept (one per clock id).
+const MAX_CLOCK_ID_BITS: u32 = 10;
+
+/// Where a generator keeps its saved state. [`FileStore`] is the default; put
+/// it elsewhere (a database row, a replicated key) by implementing this.
+///
+/// `save` must be durable when it returns `Ok`: the generator relies on a
+/// saved mark surviving a crash of the process and of the machine.
+///
+/// ```
+/// use flakeid::{StateError, StateStore};
+///
+/// /// Keeps the state in memory: survives nothing, so only for tests.
+/// #[derive(Default)]
+/// struct InMemory(Option<Vec<u8>>);
+///
+/// impl StateStore for InMemory {
+///     fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+///         Ok(self.0.clone())
+///     }
+///     fn save(&mut self, state: &[u8]) -> Result<(), StateError> {
+///         self.0 = Some(state.to_vec());
+///         Ok(())
+///     }
+/// }
+///
+/// let mut store = InMemory::default();
+/// store.save(b"state")?;
+/// assert_eq!(store.load()?, Some(b"state".to_vec()));
+/// # Ok::<(), StateError>(())
+/// ```
+pub trait StateStore: Send + 'static {
+    /// The last saved state, or `None` if nothing was ever saved.
+    ///
+    /// # Errors
+    ///
+    /// A [`StateError`] if the state exists but cannot be read.
+    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError>;
+
+    /// Replaces the saved state, durably and atomically (all or nothing).
+    ///
+    /// # Errors
+    ///
+    /// A [`StateError`] if the state cannot be saved; the previous one must
+    /// then still be in place.
+    fn save(&mut self, state: &[u8]) -> Result<(), StateError>;
+}
+
+/// How a restarted generator picks its clock id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum RestartRule {
+    /// Continue with the clock id in use when the state was last saved, after
+    /// its saved mark. If the clock reads behind the mark, the
+    /// [`OnClockBehind`](crate::OnClockBehind) policy applies as it would to a
+    /// clock stepping back.
+    #[default]
+    HighWaterMark,
+    /// The multi-clock scheme: move to the next clock id at every start and
+    /// issue at the real time. Each clock id keeps its own mark, so a clock id
+    /// that comes round again is used only after its old mark. Needs a
+    /// clock-id field.
+    NextClockId,
+}
+
+/// What to do when the saved state is damaged, from a newer version, or
+/// belongs to another layout or node id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum InvalidState {
+    /// Refuse to build (the default): never silently reset.
+    #[default]
+    Refuse,
+    /// Replace the saved state, trusting the operator's word that no ID with
+    /// a time after `issued_until_ms` (Unix ms) was ever issued by this node.
+    /// The new generator starts after that instant, on every clock id.
+    Replace {
+        /// The last instant any ID of this node may carry.
+        issued_until_ms: u64,
+    },
+}
+
+/// Turns on restart safety for a generator; see
+/// [`Builder::persist`](crate::Builder::persist).
+///
+/// ```
+/// use flakeid::{Generator, Layout, Persist};
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = std::env::temp_dir().join(format!("flakeid-doc-persist-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("node-7.state");
+/// let first = {
+///     let generator = Generator::builder(Layout::twitter())
+///         .node_id(7)
+///         .persist(Persist::file(&path).window(Duration::from_secs(1)))
+///         .build()?;
+///     generator.next_id()
+/// }; // dropped: the exact last timestamp is saved
+/// let generator = Generator::builder(Layout::twitter())
+///     .node_id(7)
+///     .persist(Persist::file(&path))
+///     .build()?;
+/// assert!(generator.next_id() > first);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct Persist {
+    source: Source,
+    window: Duration,
+    restart: RestartRule,
+    on_invalid: InvalidState,
+}
+
+#[derive(Clone)]
+enum Source {
+    File(PathBuf),
+    /// Taken by the first build; a builder clone cannot share a store.
+    Store(Arc<std::sync::Mutex<Option<Box<dyn StateStore>>>>),
+}
+
+impl Persist {
+    /// Keeps the state in a [`FileStore`] at `path` (opened when the generator
+    /// is built).
+    pub fn file(path: impl Into<PathBuf>) -> Persist {
+        Persist::from_source(Source::File(path.into()))
+    }
+
+    /// Keeps the state in your own store.
+    pub fn store(store: impl StateStore) -> Persist {
+        Persist::from_source(Source::Store(Arc::new(std::sync::Mutex::new(Some(
+            Box::new(store),
+        )))))
+    }
+
+    fn from_source(source: Source) -> Persist {
+        Persist {
+            source,
+            window: Duration::from_secs(1),
+            restart: RestartRule::default(),
+            on_invalid: InvalidState::default(),
+        }
+    }
+
+    /// How far ahead of the timestamps in use the mark is saved (default 1 s,
+    /// at least one tick). The writer saves about twice per window while IDs
+    /// are being made, and not at all while none are. After a crash, a restart
+    /// within the window starts after the saved mark, which may be up to one
+    /// window ahead of the clock.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// How a restarted generator picks its clock id.
+    pub fn restart_rule(mut self, rule: RestartRule) -> Self {
+        self.restart = rule;
+        self
+    }
+
+    /// What to do with a saved state that cannot be trusted.
+    pub fn on_invalid_state(mut self, what: InvalidState) -> Self {
+        self.on_invalid = what;
+        self
+    }
+
+    pub(crate) fn needs_clock_id_field(&self) -> bool {
+        self.restart == RestartRule::NextClockId
+    }
+
+    fn open(&self) -> Result<Box<dyn StateStore>, StateError> {
+        match &self.source {
+            Source::File(path) => Ok(Box::new(FileStore::open(path)?)),
+            Source::Store(slot) => slot
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or(StateError::StoreInUse),
+        }
+    }
+}
+
+impl fmt::Debug for Persist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match &self.source {
+            Source::File(path) => format!("file {}", path.display()),
+            Source::Store(_) => "custom store".to_string(),
+        };
+        f.debug_struct("Persist")
+            .field("source", &source)
+            .field("window", &self.window)
+            .field("restart", &self.restart)
+            .field("on_invalid", &self.on_invalid)
+            .finish()
+    }
+}
+
+/// The timestamps a generator may issue, per clock id, shared between the
+/// generator (which reads it when entering a tick) and the writer thread
+/// (which raises it after each durable save).
+pub(crate) struct Reservation {
+    /// Highest timestamp durably reserved, per clock id. Only ever raised,
+    /// and only after the save that covers it returned.
+    ceilings: Box<[AtomicU64]>,
+    /// Highest timestamp a predecessor may have issued, per clock id.
+    floors: Box<[u64]>,
+    /// Highest timestamp a waiting thread asked for, per clock id.
+    wanted: Box<[AtomicU64]>,
+    /// The tick and clock id most recently entered: a hint for renewing
+    /// ahead of use.
+    latest: AtomicU64,
+    active: AtomicU64,
+    window: u64,
+    failing: AtomicBool,
+    /// The last save error; read only while `failing`.
+    error: Mutex<Option<StateError>>,
+    writer: OnceLock<Thread>,
+    stop: AtomicBool,
+}
+
+impl Reservation {
+    /// Whether `tick` on `clock` is durably reserved.
+    #[inline]
+    pub(crate) fn covers(&self, clock: u64, tick: u64) -> bool {
+        self.ceilings
+            .get(clock as usize)
+            .is_some_and(|c| tick <= c.load(Ordering::Acquire))
+    }
+
+    /// Whether no predecessor can have issued `tick` on `clock`.
+    #[inline]
+    pub(crate) fn is_fresh(&self, clock: u64, tick: u64) -> bool {
+        self.floors.get(clock as usize).is_some_and(|&f| tick > f)
+    }
+
+    /// Notes that a generator entered `tick` on `clock` (once per tick).
+    #[inline]
+    pub(crate) fn entered(&self, clock: u64, tick: u64) {
+        self.latest.store(tick, Ordering::Relaxed);
+        if self.active.load(Ordering::Relaxed) != clock {
+            self.active.store(clock, Ordering::Relaxed);
+        }
+    }
+
+    /// Asks the writer to reserve `tick` on `clock`.
+    pub(crate) fn request(&self, clock: u64, tick: u64) {
+        if let Some(w) = self.wanted.get(clock as usize) {
+            w.fetch_max(tick, Ordering::Relaxed);
+        }
+        if let Some(writer) = self.writer.get() {
+            writer.unpark();
+        }
+    }
+
+    /// The save error, while saving fails.
+    pub(crate) fn failure(&self) -> Option<StateError> {
+        if self.failing.load(Ordering::Acquire) {
+            lock(&self.error).clone()
+        } else {
+            None
+        }
+    }
+
+    /// The new marks a save should make, or `None` if none is due.
+    fn due(&self) -> Option<Vec<(usize, u64)>> {
+        let mut changes = Vec::new();
+        for (c, (wanted, ceiling)) in self.wanted.iter().zip(self.ceilings.iter()).enumerate() {
+            let (w, ceil) = (
+                wanted.load(Ordering::Relaxed),
+                ceiling.load(Ordering::Relaxed),
+            );
+            if w > ceil {
+                changes.push((c, w.saturating_add(self.window)));
+            }
+        }
+        let active = self.active.load(Ordering::Relaxed) as usize;
+        let latest = self.latest.load(Ordering::Relaxed);
+        if let Some(ceiling) = self.ceilings.get(active) {
+            // Ahead of use: renew once half the window is consumed.
+            if latest.saturating_add(self.window / 2) >= ceiling.load(Ordering::Relaxed) {
+                let mark = latest.saturating_add(self.window);
+                match changes.iter_mut().find(|(c, _)| *c == active) {
+                    Some((_, m)) => *m = (*m).max(mark),
+                    None => changes.push((active, mark)),
+                }
+            }
+        }
+        (!changes.is_empty()).then_some(changes)
+    }
+
+    fn set_failure(&self, error: Option<StateError>) {
+        let failing = error.is_some();
+        *lock(&self.error) = error;
+        self.failing.store(failing, Ordering::Release);
+    }
+}
+
+/// The running writer: owned by the generator, which stops it on drop.
+pub(crate) struct Persister {
+    reservation: Arc<Reservation>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Persister {
+    /// Stops the writer after it saves the exact final state: `tick` is the
+    /// last timestamp issued on `clock` (nothing is issued any more).
+    pub(crate) fn finish(mut self, clock: u64, tick: u64) {
+        self.reservation.latest.store(tick, Ordering::Relaxed);
+        self.reservation.active.store(clock, Ordering::Relaxed);
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.reservation.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Persister {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// What a persistent generator starts from.
+pub(crate) struct Started {
+    pub(crate) reservation: Arc<Reservation>,
+    pub(crate) persister: Persister,
+    /// The clock id to start on.
+    pub(crate) clock_id: u64,
+    /// The saved mark of that clock id: its ticks up to here count as used.
+    pub(crate) floor: Option<u64>,
+}
+
+/// Opens the store, checks the saved state, saves the first reservation and
+/// starts the writer, all before any ID can be issued.
+pub(crate) fn start(
+    persist: &Persist,
+    layout: &Layout,
+    node_id: u64,
+    configured_clock_id: u64,
+    now_tick: u64,
+) -> Result<Started, BuildError> {
+    let clock_bits = layout.clock_id_bits();
+    if clock_bits > MAX_CLOCK_ID_BITS {
+        return Err(StateError::ClockIdTooWide {
+            bits: clock_bits,
+            max: MAX_CLOCK_ID_BITS,
+        }
+        .into());
+    }
+    if persist.needs_clock_id_field() && clock_bits == 0 {
+        return Err(BuildError::NeedsClockIdField {
+            policy: "RestartRule::NextClockId",
+        });
+    }
+    let clocks = 1usize << clock_bits;
+    let generator = format::describe(layout, node_id);
+    let mut store = persist.open()?;
+    let saved = match store.load()? {
+        None => None,
+        Some(bytes) => match check(&bytes, &generator, clocks) {
+            Ok(saved) => Some(saved),
+            Err(e) => match persist.on_invalid {
+                InvalidState::Refuse => return Err(e.into()),
+                InvalidState::Replace { issued_until_ms } => {
+                    let tick = layout
+                        .timestamp_at(issued_until_ms.max(layout.epoch_ms()))
+                        .unwrap_or(layout.timestamp_field().max());
+                    Some(SavedState {
+                        generator: generator.clone(),
+                        clock_id: configured_clock_id,
+                        marks: (0..clocks as u64).map(|c| (c, tick)).collect(),
+                    })
+                }
+            },
+        },
+    };
+    let mut floors = vec![0u64; clocks];
+    if let Some(saved) = &saved {
+        for &(c, tick) in &saved.marks {
+            floors[c as usize] = tick;
+        }
+    }
+    let clock_id = match (&saved, persist.restart) {
+        (None, _) => configured_clock_id,
+        (Some(s), RestartRule::HighWaterMark) => s.clock_id,
+        (Some(s), RestartRule::NextClockId) => (s.clock_id + 1) & mask(clock_bits),
+    };
+    let unit = layout.unit_ms();
+    let window_ms = u64::try_from(persist.window.as_millis()).unwrap_or(u64::MAX);
+    let window = window_ms.div_ceil(unit).max(1);
+
+    // The first reservation, saved before the generator exists: a store that
+    // cannot be written fails the build, not a later call.
+    let first_mark = floors[clock_id as usize]
+        .max(now_tick)
+        .saturating_add(window);
+    let mut marks = floors.clone();
+    marks[clock_id as usize] = first_mark;
+    let mut template = SavedState {
+        generator,
+        clock_id,
+        marks: Vec::new(),
+    };
+    template.marks = nonzero(&marks);
+    store.save(&template.encode())?;
+
+    let reservation = Arc::new(Reservation {
+        ceilings: marks.iter().map(|&m| AtomicU64::new(m)).collect(),
+        floors: floors.clone().into_boxed_slice(),
+        wanted: (0..clocks).map(|_| AtomicU64::new(0)).collect(),
+        latest: AtomicU64::new(floors[clock_id as usize].max(now_tick)),
+        active: AtomicU64::new(clock_id),
+        window,
+        failing: AtomicBool::new(false),
+        error: Mutex::new(None),
+        writer: OnceLock::new(),
+        stop: AtomicBool::new(false),
+    });
+    let poll = Duration::from_millis((window * unit / 4).clamp(1, 250));
+    let writer = Writer {
+        reservation: reservation.clone(),
+        store,
+        template,
+        marks,
+        poll,
+    };
+    let thread = thread::Builder::new()
+        .name("flakeid-persist".into())
+        .spawn(move || writer.run())
+        .map_err(|e| StateError::from_io("spawn the flakeid-persist thread", &e))?;
+    let _ = reservation.writer.set(thread.thread().clone());
+    Ok(Started {
+        persister: Persister {
+            reservation: reservation.clone(),
+            thread: Some(thread),
+        },
+        reservation,
+        clock_id,
+        floor: saved.map(|_| floors[clock_id as usize]),
+    })
+}
+
+/// Decodes a saved state and checks it belongs to this generator.
+fn check(bytes: &[u8], generator: &str, clocks: usize) -> Result<SavedState, StateError> {
+    let saved = SavedState::decode(bytes)?;
+    if saved.generator != generator {
+        return Err(StateError::Mismatch {
+            what: format!("saved for `{}`, not `{generator}`", saved.generator),
+        });
+    }
+    if saved.clock_id as usize >= clocks || saved.marks.iter().any(|&(c, _)| c as usize >= clocks) {
+        return Err(StateError::Corrupt {
+            reason: "a clock id is out of the layout's range".into(),
+        });
+    }
+    Ok(saved)
+}
+
+fn nonzero(marks: &[u64]) -> Vec<(u64, u64)> {
+    marks
+        .iter()
+        .enumerate()
+        .filter(|&(_, &m)| m > 0)
+        .map(|(c, &m)| (c as u64, m))
+        .collect()
+}
+
+/// The background writer: saves a new mark when one is due, then raises the
+/// ceiling it covers.
+struct Writer {
+    reservation: Arc<Reservation>,
+    store: Box<dyn StateStore>,
+    template: SavedState,
+    /// The saved marks, per clock id.
+    marks: Vec<u64>,
+    poll: Duration,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let r = self.reservation.clone();
+        let mut retry = Duration::from_millis(10);
+        loop {
+            if r.stop.load(Ordering::Acquire) {
+                self.save_final();
+                return;
+            }
+            let Some(changes) = r.due() else {
+                thread::park_timeout(self.poll);
+                continue;
+            };
+            let mut marks = self.marks.clone();
+            for &(c, m) in &changes {
+                marks[c] = marks[c].max(m);
+            }
+            match self.save(&marks, r.active.load(Ordering::Relaxed)) {
+                Ok(()) => {
+                    for &(c, _) in &changes {
+                        r.ceilings[c].store(marks[c], Ordering::Release);
+                    }
+                    self.marks = marks;
+                    r.set_failure(None);
+                    retry = Duration::from_millis(10);
+                }
+                Err(e) => {
+                    r.set_failure(Some(e));
+                    thread::park_timeout(retry);
+                    retry = (retry * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    fn save(&mut self, marks: &[u64], clock_id: u64) -> Result<(), StateError> {
+        self.template.marks = nonzero(marks);
+        self.template.clock_id = clock_id;
+        self.store.save(&self.template.encode())
+    }
+
+    /// On a clean stop, lowers the active clock id's mark to the last
+    /// timestamp actually issued, so a prompt restart need not wait out the
+    /// reserved window. If this save fails, the reserved mark stands.
+    fn save_final(&mut self) {
+        let r = &self.reservation;
+        let active = r.active.load(Ordering::Relaxed) as usize;
+        let last = r.latest.load(Ordering::Relaxed);
+        let mut marks = self.marks.clone();
+        if let Some(m) = marks.get_mut(active) {
+            *m = last.max(r.floors[active]).min(*m);
+        }
+        let _ = self.save(&marks, active as u64);
+    }
+}

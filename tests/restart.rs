@@ -1,0 +1,585 @@
+//! Restart safety within one test process: saved marks, restarts from the
+//! state a crash would leave, stepped-back clocks, bad state files, locks,
+//! unwritable and full storage.
+//!
+//! "The state a crash would leave" is a copy of the state file taken while
+//! the generator runs: whatever moment a crash hits, the file holds one of
+//! the states written so far (writes are atomic renames).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use flakeid::{
+    BuildError, FileStore, GenerateError, Generator, Id, InvalidState, Layout, ManualClock,
+    OnClockBehind, OnExhausted, Persist, RestartRule, StateError, StateStore,
+};
+
+const EPOCH: u64 = 1_600_000_000_000;
+const T: u64 = 1_700_000_000_000;
+
+fn layout() -> Layout {
+    Layout::builder()
+        .epoch_ms(EPOCH)
+        .timestamp_bits(41)
+        .node("worker", 10)
+        .sequence(12)
+        .build()
+        .unwrap()
+}
+
+/// 41 ms + 2-bit clock id + 8 machine + 12 sequence.
+fn multi_clock() -> Layout {
+    Layout::builder()
+        .epoch_ms(EPOCH)
+        .timestamp_bits(41)
+        .clock_id(2)
+        .node("machine", 8)
+        .sequence(12)
+        .build()
+        .unwrap()
+}
+
+/// A fresh directory for one test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("flakeid-restart-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn file(&self) -> PathBuf {
+        self.0.join("node.state")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The `mark C T` lines of a saved state.
+fn marks(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("mark "))
+        .map(|m| {
+            let (c, t) = m.split_once(' ').unwrap();
+            (c.parse().unwrap(), t.parse().unwrap())
+        })
+        .collect()
+}
+
+fn file_marks(path: &Path) -> Vec<(u64, u64)> {
+    marks(&std::fs::read_to_string(path).unwrap())
+}
+
+fn ts(layout: &Layout, id: Id) -> u64 {
+    layout.decode(id).unwrap().timestamp()
+}
+
+fn tick(ms: u64) -> u64 {
+    ms - EPOCH
+}
+
+#[test]
+fn the_first_start_saves_a_reservation_one_window_ahead() {
+    let dir = TempDir::new("first");
+    let clock = ManualClock::new(T);
+    let g = Generator::builder(layout())
+        .node_id(7)
+        .clock(clock.clone())
+        .persist(Persist::file(dir.file()).window(Duration::from_millis(1000)))
+        .build()
+        .unwrap();
+    assert_eq!(file_marks(&dir.file()), [(0, tick(T) + 1000)]);
+    let text = std::fs::read_to_string(dir.file()).unwrap();
+    assert!(text.starts_with("flakeid state v1\ngenerator epoch=1600000000000 unit=1 "));
+    assert!(text.contains(" node=7\n"));
+    assert_eq!(ts(g.layout(), g.next_id()), tick(T));
+}
+
+#[test]
+fn a_clean_restart_continues_right_after_the_last_timestamp() {
+    let dir = TempDir::new("clean");
+    let clock = ManualClock::new(T);
+    let build = || {
+        Generator::builder(layout())
+            .node_id(7)
+            .clock(clock.clone())
+            .persist(Persist::file(dir.file()))
+            .build()
+            .unwrap()
+    };
+    let g = build();
+    g.next_id();
+    clock.advance(Duration::from_millis(5));
+    let last = g.next_id();
+    drop(g);
+    // The exact last timestamp replaces the reserved one on a clean stop.
+    assert_eq!(file_marks(&dir.file()), [(0, tick(T) + 5)]);
+    let g = build();
+    // Its tick counts as used: the next ID waits for the next tick.
+    assert!(matches!(
+        g.poll_id(),
+        Err(GenerateError::SequenceExhausted { .. })
+    ));
+    clock.advance(Duration::from_millis(1));
+    let next = g.next_id();
+    assert!(next > last);
+    assert_eq!(ts(g.layout(), next), tick(T) + 6);
+}
+
+/// Runs a generator at clock time `T`, returning its IDs and a copy of the
+/// state file taken while it ran (what a crash would leave behind).
+fn run_and_crash(dir: &TempDir, clock: &ManualClock) -> (Vec<Id>, Vec<u8>) {
+    let g = Generator::builder(layout())
+        .node_id(7)
+        .clock(clock.clone())
+        .persist(Persist::file(dir.file()).window(Duration::from_millis(500)))
+        .build()
+        .unwrap();
+    let mut ids: Vec<Id> = g.next_ids(100).collect();
+    clock.advance(Duration::from_millis(3));
+    ids.extend(g.next_ids(100));
+    let crash_image = std::fs::read(dir.file()).unwrap();
+    drop(g);
+    (ids, crash_image)
+}
+
+#[test]
+fn after_a_crash_and_a_clock_step_back_no_id_is_reissued() {
+    let dir = TempDir::new("crash-continue");
+    let clock = ManualClock::new(T);
+    let (before, image) = run_and_crash(&dir, &clock);
+    let reserved = marks(&String::from_utf8(image.clone()).unwrap())[0].1;
+    assert!(
+        reserved >= tick(T) + 3 + 250,
+        "mark {reserved} not ahead of use"
+    );
+
+    // Continue (default): the restored mark counts as the last timestamp;
+    // with the clock 10 s back, the next ID must wait for the clock.
+    std::fs::write(dir.file(), &image).unwrap();
+    clock.rewind(Duration::from_secs(10));
+    let g = Generator::builder(layout())
+        .node_id(7)
+        .clock(clock.clone())
+        .persist(Persist::file(dir.file()))
+        .build()
+        .unwrap();
+    match g.poll_id() {
+        Err(GenerateError::SequenceExhausted { retry_after }) => {
+            assert!(retry_after >= Duration::from_secs(10), "{retry_after:?}");
+        }
+        other => panic!("expected to wait, got {other:?}"),
+    }
+    clock.set_ms(EPOCH + reserved + 1);
+    let after = g.next_id();
+    assert!(before.iter().all(|&id| id < after));
+    assert_eq!(ts(g.layout(), after), reserved + 1);
+    drop(g);
+
+    // Error: refuses while the clock is behind the mark.
+    std::fs::write(dir.file(), &image).unwrap();
+    clock.set_ms(T - 10_000);
+    let g = Generator::builder(layout())
+        .node_id(7)
+        .clock(clock.clone())
+        .on_clock_behind(OnClockBehind::Error)
+        .persist(Persist::file(dir.file()))
+        .build()
+        .unwrap();
+    assert!(matches!(
+        g.try_next_id(),
+        Err(GenerateError::ClockBehind { .. })
+    ));
+    drop(g);
+
+    // Borrow with a wide allowance: continues logically right after the mark.
+    std::fs::write(dir.file(), &image).unwrap();
+    let g = Generator::builder(layout())
+        .node_id(7)
+        .clock(clock.clone())
+        .on_exhausted(OnExhausted::Borrow {
+            max_ahead: Duration::from_secs(20),
+        })
+        .persist(Persist::file(dir.file()))
+        .build()
+        .unwrap();
+    let id = g.try_next_id().unwrap();
+    assert_eq!(ts(g.layout(), id), reserved + 1);
+    assert!(before.iter().all(|&b| b < id));
+}
+
+#[test]
+fn the_next_clock_id_rule_issues_at_the_real_time_and_respects_old_marks() {
+    let dir = TempDir::new("next-clock");
+    let clock = ManualClock::new(T);
+    let build = || {
+        Generator::builder(multi_clock())
+            .node_id(3)
+            .clock(clock.clone())
+            .on_clock_behind(OnClockBehind::NextClock)
+            .persist(
+                Persist::file(dir.file())
+                    .restart_rule(RestartRule::NextClockId)
+                    .window(Duration::from_millis(200)),
+            )
+            .build()
+            .unwrap()
+    };
+    let mut all = Vec::new();
+    // Four crashes, each restart with the clock back at T: clock ids 0..=3
+    // each issue at T, the real time.
+    for expect_clock in 0..4 {
+        let g = build();
+        let id = g.next_id();
+        let d = g.layout().decode(id).unwrap();
+        assert_eq!((d.clock_id(), d.timestamp()), (expect_clock, tick(T)));
+        all.push(id);
+        all.extend(g.next_ids(50));
+        let image = std::fs::read(dir.file()).unwrap();
+        drop(g);
+        std::fs::write(dir.file(), image).unwrap();
+    }
+    // Clock id 0 comes round again, still at T: its mark is past T and so are
+    // all others', so nothing may be issued at T.
+    let g = build();
+    assert!(g.poll_id().is_err());
+    clock.advance(Duration::from_secs(1));
+    let id = g.next_id();
+    assert_eq!(g.layout().decode(id).unwrap().clock_id(), 0);
+    all.push(id);
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), n, "an id was issued twice");
+}
+
+#[test]
+fn damaged_or_foreign_state_is_refused_until_an_operator_overrides_it() {
+    let dir = TempDir::new("damaged");
+    let clock = ManualClock::new(T);
+    let build = |persist: Persist| {
+        Generator::builder(layout())
+            .node_id(7)
+            .clock(clock.clone())
+            .persist(persist)
+            .build()
+    };
+    drop(build(Persist::file(dir.file())).unwrap());
+    let good = std::fs::read(dir.file()).unwrap();
+    let state_err = |r: Result<Generator<ManualClock>, BuildError>| match r {
+        Err(BuildError::State(e)) => e,
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a bad state was accepted"),
+    };
+
+    let mut flipped = good.clone();
+    flipped[40] ^= 0x01;
+    std::fs::write(dir.file(), &flipped).unwrap();
+    assert!(matches!(
+        state_err(build(Persist::file(dir.file()))),
+        StateError::Corrupt { .. }
+    ));
+
+    std::fs::write(dir.file(), &good[..good.len() - 5]).unwrap();
+    assert_eq!(
+        state_err(build(Persist::file(dir.file()))),
+        StateError::Truncated
+    );
+
+    let future = String::from_utf8(good.clone()).unwrap().replacen(
+        "flakeid state v1",
+        "flakeid state v9",
+        1,
+    );
+    std::fs::write(dir.file(), future).unwrap();
+    assert_eq!(
+        state_err(build(Persist::file(dir.file()))),
+        StateError::UnsupportedVersion {
+            found: 9,
+            supported: 1
+        }
+    );
+
+    // Another node's state.
+    std::fs::write(dir.file(), &good).unwrap();
+    let other = Generator::builder(layout())
+        .node_id(8)
+        .clock(clock.clone())
+        .persist(Persist::file(dir.file()))
+        .build();
+    match state_err(other) {
+        StateError::Mismatch { what } => {
+            assert!(what.contains("node=7") && what.contains("node=8"))
+        }
+        e => panic!("{e}"),
+    }
+    // The refused file is untouched.
+    assert_eq!(std::fs::read(dir.file()).unwrap(), good);
+
+    // The override: an operator vouches that nothing after T + 60 s was issued.
+    std::fs::write(dir.file(), &flipped).unwrap();
+    let g = build(
+        Persist::file(dir.file()).on_invalid_state(InvalidState::Replace {
+            issued_until_ms: T + 60_000,
+        }),
+    )
+    .unwrap();
+    assert!(matches!(
+        g.poll_id(),
+        Err(GenerateError::SequenceExhausted { .. })
+    ));
+    clock.set_ms(T + 60_001);
+    assert_eq!(ts(g.layout(), g.next_id()), tick(T) + 60_001);
+}
+
+#[test]
+fn a_second_generator_on_the_same_file_is_refused() {
+    let dir = TempDir::new("locked");
+    let build = || {
+        Generator::builder(layout())
+            .node_id(1)
+            .clock(ManualClock::new(T))
+            .persist(Persist::file(dir.file()))
+            .build()
+    };
+    let first = build().unwrap();
+    match build() {
+        Err(BuildError::State(StateError::Locked { path })) => {
+            assert!(path.ends_with("node.state.lock"))
+        }
+        other => panic!("expected a lock error, got {other:?}"),
+    }
+    drop(first);
+    assert!(build().is_ok());
+}
+
+/// Runs `mount` if this process may (root in CI); `false` otherwise.
+fn mount(args: &[&str]) -> bool {
+    Command::new("mount")
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn umount(dir: &Path) {
+    let _ = Command::new("umount").arg(dir).status();
+}
+
+#[test]
+fn an_unwritable_directory_fails_the_build() {
+    let dir = TempDir::new("readonly");
+    let ro = dir.0.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    // Root ignores permission bits, so use a read-only filesystem when we can.
+    let mounted = mount(&[
+        "-t",
+        "tmpfs",
+        "-o",
+        "ro,size=64k",
+        "tmpfs",
+        ro.to_str().unwrap(),
+    ]);
+    if !mounted {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let result = Generator::builder(layout())
+        .clock(ManualClock::new(T))
+        .persist(Persist::file(ro.join("node.state")))
+        .build();
+    if mounted {
+        umount(&ro);
+    }
+    match result {
+        Err(BuildError::State(StateError::Io { op, kind, .. })) => {
+            assert!(op.contains("node.state"), "{op}");
+            assert!(
+                matches!(
+                    kind,
+                    std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+                ),
+                "{kind:?}"
+            );
+        }
+        Err(e) => panic!("unexpected error: {e}"),
+        Ok(_) if !mounted && is_root() => {
+            eprintln!("SKIPPED: root without mount permission cannot make a directory unwritable");
+        }
+        Ok(_) => panic!("a generator was built on an unwritable directory"),
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+#[test]
+fn a_full_disk_fails_the_build() {
+    let dir = TempDir::new("full");
+    let small = dir.0.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    if !mount(&[
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=64k",
+        "tmpfs",
+        small.to_str().unwrap(),
+    ]) {
+        eprintln!("SKIPPED: cannot mount a small tmpfs here (needs root); full-disk case not run");
+        return;
+    }
+    // Fill it.
+    let filler = small.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let _ = std::io::Write::write_all(&mut f, &vec![0u8; 1 << 20]);
+    drop(f);
+    let result = Generator::builder(layout())
+        .clock(ManualClock::new(T))
+        .persist(Persist::file(small.join("node.state")))
+        .build();
+    umount(&small);
+    match result {
+        Err(BuildError::State(StateError::Io { kind, .. })) => {
+            assert_eq!(kind, std::io::ErrorKind::StorageFull);
+        }
+        other => panic!("expected a storage-full error, got {other:?}"),
+    }
+}
+
+/// A store that records the highest mark it durably saved and can be told
+/// to fail, around a real `FileStore`.
+struct Watched {
+    inner: FileStore,
+    saved_max: Arc<AtomicU64>,
+    fail: Arc<AtomicBool>,
+}
+
+impl StateStore for Watched {
+    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+        self.inner.load()
+    }
+
+    fn save(&mut self, state: &[u8]) -> Result<(), StateError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StateError::from_io(
+                "write (injected)",
+                &std::io::Error::from(std::io::ErrorKind::StorageFull),
+            ));
+        }
+        self.inner.save(state)?;
+        let mark = marks(std::str::from_utf8(state).unwrap())[0].1;
+        self.saved_max.fetch_max(mark, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[test]
+fn no_id_passes_the_saved_mark_and_a_failing_store_stops_issuance() {
+    let dir = TempDir::new("watched");
+    let saved_max = Arc::new(AtomicU64::new(0));
+    let fail = Arc::new(AtomicBool::new(false));
+    let store = Watched {
+        inner: FileStore::open(dir.file()).unwrap(),
+        saved_max: saved_max.clone(),
+        fail: fail.clone(),
+    };
+    // A frozen clock and a wide borrow allowance: the timestamps run ahead
+    // of the clock as fast as IDs are taken, far past a 5 ms window.
+    let clock = ManualClock::new(T);
+    let g = Generator::builder(layout())
+        .clock(clock.clone())
+        .on_exhausted(OnExhausted::Borrow {
+            max_ahead: Duration::from_secs(3600),
+        })
+        .persist(Persist::store(store).window(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..200 {
+                    for id in g.next_ids(4096) {
+                        // Saved before issued: the mark covers every ID.
+                        assert!(ts(g.layout(), id) <= saved_max.load(Ordering::SeqCst));
+                    }
+                }
+            });
+        }
+    });
+    let issued_ts = ts(g.layout(), g.last_id());
+    assert!(issued_ts > tick(T) + 100, "timestamps did not run ahead");
+
+    // Storage fails: IDs continue up to the saved mark, then try_next_id
+    // reports the failure and nothing beyond the mark is issued.
+    fail.store(true, Ordering::SeqCst);
+    let mark = saved_max.load(Ordering::SeqCst);
+    let err = loop {
+        match g.try_next_ids(4096) {
+            Ok(batch) => {
+                for id in batch {
+                    assert!(ts(g.layout(), id) <= mark);
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(err, GenerateError::Storage(StateError::Io { .. })),
+        "{err}"
+    );
+    // next_id waits for storage to recover instead.
+    let id = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            fail.store(false, Ordering::SeqCst);
+        });
+        g.next_id()
+    });
+    assert!(ts(g.layout(), id) > mark);
+    assert!(ts(g.layout(), id) <= saved_max.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_store_cannot_serve_two_generators() {
+    let dir = TempDir::new("store-in-use");
+    let builder = Generator::builder(layout())
+        .clock(ManualClock::new(T))
+        .persist(Persist::store(FileStore::open(dir.file()).unwrap()));
+    let first = builder.clone().build().unwrap();
+    assert_eq!(
+        builder.build().unwrap_err(),
+        BuildError::State(StateError::StoreInUse)
+    );
+    drop(first);
+}
+
+#[test]
+fn persistence_needs_a_clock_id_field_for_the_next_clock_id_rule() {
+    let dir = TempDir::new("rule");
+    let err = Generator::builder(layout())
+        .clock(ManualClock::new(T))
+        .persist(Persist::file(dir.file()).restart_rule(RestartRule::NextClockId))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::NeedsClockIdField {
+            policy: "RestartRule::NextClockId"
+        }
+    );
+    assert!(!dir.file().exists(), "nothing was written");
+}
