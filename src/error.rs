@@ -445,6 +445,10 @@ pub enum GenerateError {
     /// The reservation cannot be saved, so no ID past the saved one may be
     /// issued. `try_next_id` reports it; `next_id` waits for storage to recover.
     Storage(StateError),
+    /// The node id is leased and the lease cannot be proven valid right now
+    /// (renewals failing, or no node id claimed yet). `try_next_id` reports
+    /// it; `next_id` waits for a fresh claim.
+    Fenced,
 }
 
 impl GenerateError {
@@ -484,6 +488,10 @@ impl fmt::Display for GenerateError {
                 write!(f, "the reservation of later timestamps is being saved")
             }
             GenerateError::Storage(e) => write!(f, "cannot save the reservation: {e}"),
+            GenerateError::Fenced => write!(
+                f,
+                "the node-id lease cannot be proven valid; no id is issued until it is renewed"
+            ),
         }
     }
 }

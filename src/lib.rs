@@ -20,11 +20,11 @@
 //!   units, named node fields, a sequence, and optionally a clock id, in an
 //!   order the layout states. Presets reproduce Twitter, Discord, Instagram,
 //!   Sonyflake, and a layout whose IDs JavaScript holds exactly.
-//! - A [`Generator`] keeps its whole state (timestamp, sequence, clock id) in
-//!   one cache-padded `AtomicU64`, laid out like an ID without its node bits.
-//!   A call loads it, reads the clock, computes the successor and installs it
-//!   with one compare-and-swap, backing off after a lost race. The node bits
-//!   are OR'ed in on the way out. No path takes a lock.
+//! - A [`Generator`] keeps its whole state in one cache-padded `AtomicU64`:
+//!   the last ID it handed out. A call loads it, reads the clock, computes the
+//!   successor (the next sequence value, or the first of a new tick) and
+//!   installs it with one compare-and-swap, backing off after a lost race; the
+//!   installed word is the ID. No path takes a lock.
 //! - [`MutexGenerator`] applies the same transition function under a mutex. It
 //!   is the baseline for benchmarks and the oracle for differential tests; the
 //!   [`IdGenerator`] trait covers both.
@@ -94,6 +94,7 @@
 
 mod clock;
 mod error;
+mod fence;
 mod generator;
 mod id;
 mod layout;

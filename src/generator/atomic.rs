@@ -39,21 +39,23 @@ use crate::primitive::{AtomicU64, Backoff, Ordering};
 /// # }
 /// ```
 pub struct Generator<C = MonotonicClock> {
-    /// The last ID handed out, without its node bits: the layout's timestamp,
-    /// sequence and clock-id fields in their ID positions, other bits zero.
+    /// The last ID handed out: the layout's fields in their ID positions.
     /// For Twitter's layout:
     ///
     /// ```text
-    ///  63  62                        22 21        12 11          0
-    /// +---+----------------------------+------------+-------------+
-    /// | 0 | timestamp (ms since epoch) | 0 (node)   | sequence    |
-    /// +---+----------------------------+------------+-------------+
+    ///  63  62                        22 21      17 16      12 11          0
+    /// +---+----------------------------+----------+----------+-------------+
+    /// | 0 | timestamp (ms since epoch) | datactr  | worker   | sequence    |
+    /// +---+----------------------------+----------+----------+-------------+
     /// ```
     ///
-    /// Every successful compare-and-swap moves it to a strictly larger value
-    /// (except `OnClockBehind::NextClock`, which moves the timestamp back with a
-    /// fresh clock id), so the IDs it hands out are unique and ordered by the
-    /// CAS's place in the word's modification order. Padded to its own cache
+    /// A call stores its successor with one compare-and-swap: the next
+    /// sequence value in the same tick, or the first of a new tick. Every
+    /// successful CAS moves the word to a strictly larger value (except
+    /// `OnClockBehind::NextClock`, which moves the timestamp back with a fresh
+    /// clock id), so the IDs it hands out are unique and ordered by the CAS's
+    /// place in the word's modification order. The node id lives in the word
+    /// too, so a lease can switch it with one CAS. Padded to its own cache
     /// line so neighbours do not share its contention.
     state: CachePadded<AtomicU64>,
     plan: Plan,
@@ -236,9 +238,14 @@ impl<C: Clock> Generator<C> {
         &self.plan.layout
     }
 
-    /// The node id in every ID (all node fields as one number).
+    /// The node id in the IDs (all node fields as one number): the
+    /// configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        self.plan.node_id
+        // The state carries the node id, which a lease may change.
+        self.plan
+            .layout
+            .decode(IdGenerator::last_id(self))
+            .map_or(self.plan.node_id, |d| d.node_id())
     }
 
     /// The clock the generator reads.
@@ -261,17 +268,12 @@ impl<C: Clock> Generator<C> {
     /// # }
     /// ```
     pub fn last_id(&self) -> Id {
-        self.id(self.state.load(Ordering::Relaxed))
+        IdGenerator::last_id(self)
     }
 
     /// The counters, if the builder turned them on.
     pub fn stats(&self) -> Option<Stats> {
         IdGenerator::stats(self)
-    }
-
-    #[inline]
-    fn id(&self, state: u64) -> Id {
-        Id::from_u64(state | self.plan.node_bits)
     }
 }
 
@@ -282,6 +284,10 @@ impl<C: Clock> IdGenerator for Generator<C> {
 
     fn stats(&self) -> Option<Stats> {
         self.counters.as_deref().map(Counters::snapshot)
+    }
+
+    fn last_id(&self) -> Id {
+        Id::from_u64(self.state.load(Ordering::Relaxed))
     }
 
     #[inline]
@@ -315,7 +321,7 @@ impl<C: Clock> Generator<C> {
         match self.plan.advance(cur, self.clock.now_ms(), 1) {
             Ok(step) => {
                 self.state.store(step.next, Ordering::Relaxed);
-                self.id(step.first)
+                Id::from_u64(step.first)
             }
             Err(stall) => panic!("flakeid: {}", self.plan.error(stall)),
         }
@@ -351,6 +357,19 @@ impl<C: Clock> Reserve for Generator<C> {
         let mut fresh = true;
         let backoff = Backoff::new();
         loop {
+            if let Some(switched) = self.plan.gate(cur)? {
+                // A lease switched node ids: install that first, then issue.
+                cur = match self.state.compare_exchange(
+                    cur,
+                    switched,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => switched,
+                    Err(actual) => actual,
+                };
+                continue;
+            }
             let step = match self.plan.advance(cur, now, n) {
                 Ok(step) => step,
                 Err(_) if !fresh => {

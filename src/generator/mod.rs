@@ -10,6 +10,7 @@ mod wait;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::iter::FusedIterator;
+use std::sync::Arc;
 
 pub use atomic::Generator;
 pub use mutex::MutexGenerator;
@@ -18,6 +19,7 @@ pub use stats::Stats;
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::{BuildError, FieldError, GenerateError};
+use crate::fence::Fence;
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::{self, Persist, Persister};
@@ -49,6 +51,9 @@ pub trait IdGenerator: Send + Sync {
 
     /// The counters, if the builder turned them on.
     fn stats(&self) -> Option<Stats>;
+
+    /// The largest ID issued so far; see [`Generator::last_id`].
+    fn last_id(&self) -> Id;
 
     /// Reserves up to `n` consecutive IDs in one step, waiting as the policies
     /// say; see [`Generator::try_next_ids`].
@@ -225,6 +230,8 @@ pub struct Builder<C = MonotonicClock> {
     clock_id: u64,
     counters: bool,
     persist: Option<Persist>,
+    /// Set by a node-id lease (the `etcd` and `redis` features).
+    pub(crate) fence: Option<Arc<Fence>>,
 }
 
 /// Everything a generator is made of, from [`Builder`].
@@ -250,6 +257,7 @@ impl Builder {
             clock_id: 0,
             counters: false,
             persist: None,
+            fence: None,
         }
     }
 }
@@ -285,6 +293,7 @@ impl<C: Clock> Builder<C> {
             clock_id: self.clock_id,
             counters: self.counters,
             persist: self.persist,
+            fence: self.fence,
         }
     }
 
@@ -485,6 +494,137 @@ impl<C: Clock> Builder<C> {
             seed,
             first_clock_id: self.clock_id,
             reservation: None,
+            fence: self.fence.clone(),
         })
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::fence::Grant;
+
+    const T: u64 = 1_700_000_000_000;
+
+    /// Both generators behind one fence on a mocked monotonic clock.
+    struct Fenced {
+        fence: Arc<Fence>,
+        mock: Arc<quanta::Mock>,
+        gens: Vec<Box<dyn IdGenerator>>,
+        clock: ManualClock,
+    }
+
+    fn fenced() -> Fenced {
+        let (source, mock) = quanta::Clock::mock();
+        let fence = Arc::new(Fence::with_clock(source));
+        let clock = ManualClock::new(T);
+        let mut builder = Generator::builder(Layout::twitter()).clock(clock.clone());
+        builder.fence = Some(fence.clone());
+        let gens: Vec<Box<dyn IdGenerator>> = vec![
+            Box::new(builder.clone().build().unwrap()),
+            Box::new(builder.build_mutex().unwrap()),
+        ];
+        Fenced {
+            fence,
+            mock,
+            gens,
+            clock,
+        }
+    }
+
+    fn node_of(g: &dyn IdGenerator, id: Id) -> u64 {
+        g.layout().decode(id).unwrap().node_id()
+    }
+
+    #[test]
+    fn a_closed_or_expired_fence_issues_nothing() {
+        let Fenced {
+            fence, mock, gens, ..
+        } = fenced();
+        for g in &gens {
+            assert_eq!(g.poll_id(), Err(GenerateError::Fenced));
+            assert_eq!(g.try_next_id(), Err(GenerateError::Fenced));
+        }
+        let layout = Layout::twitter();
+        fence.open(
+            Grant {
+                node_bits: layout.node_mask_bits(9).unwrap(),
+                floor: 0,
+            },
+            fence.now_ns() + 1_000_000,
+        );
+        for g in &gens {
+            assert_eq!(node_of(&**g, g.try_next_id().unwrap()), 9);
+        }
+        mock.increment(Duration::from_millis(2));
+        for g in &gens {
+            assert_eq!(g.try_next_id(), Err(GenerateError::Fenced));
+        }
+    }
+
+    #[test]
+    fn a_new_claim_switches_the_node_id_after_the_previous_holders_floor() {
+        let Fenced {
+            fence, gens, clock, ..
+        } = fenced();
+        let layout = Layout::twitter();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        fence.open(
+            Grant {
+                node_bits: layout.node_mask_bits(3).unwrap(),
+                floor: 0,
+            },
+            u64::MAX,
+        );
+        let before: Vec<Id> = gens.iter().map(|g| g.next_id()).collect();
+        // Node 3 is lost; node 4 is claimed, whose previous holder may have
+        // issued up to 5 ms after our clock.
+        fence.open(
+            Grant {
+                node_bits: layout.node_mask_bits(4).unwrap(),
+                floor: now_tick + 5,
+            },
+            u64::MAX,
+        );
+        for (g, before) in gens.iter().zip(before) {
+            // Nothing at or below the floor: wait for the clock (Continue).
+            assert!(matches!(
+                g.poll_id(),
+                Err(GenerateError::SequenceExhausted { .. })
+            ));
+            assert!(g.last_id() > before);
+        }
+        clock.advance(Duration::from_millis(6));
+        for g in &gens {
+            let id = g.next_id();
+            let d = layout.decode(id).unwrap();
+            assert_eq!((d.node_id(), d.timestamp()), (4, now_tick + 6));
+        }
+    }
+
+    #[test]
+    fn next_id_waits_for_a_fresh_claim() {
+        let Fenced { fence, gens, .. } = fenced();
+        let layout = Layout::twitter();
+        for g in &gens {
+            let id = std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    fence.open(
+                        Grant {
+                            node_bits: layout.node_mask_bits(7).unwrap(),
+                            floor: 0,
+                        },
+                        u64::MAX,
+                    );
+                });
+                g.next_id()
+            });
+            assert_eq!(node_of(&**g, id), 7);
+            fence.close();
+        }
     }
 }

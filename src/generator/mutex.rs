@@ -70,9 +70,13 @@ impl<C: Clock> MutexGenerator<C> {
         &self.plan.layout
     }
 
-    /// The node id in every ID.
+    /// The node id in the IDs: the configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        self.plan.node_id
+        // The state carries the node id, which a lease may change.
+        self.plan
+            .layout
+            .decode(IdGenerator::last_id(self))
+            .map_or(self.plan.node_id, |d| d.node_id())
     }
 
     /// The clock the generator reads.
@@ -82,17 +86,12 @@ impl<C: Clock> MutexGenerator<C> {
 
     /// As [`Generator::last_id`](crate::Generator::last_id).
     pub fn last_id(&self) -> Id {
-        self.id(*lock(&self.state))
+        IdGenerator::last_id(self)
     }
 
     /// The counters, if the builder turned them on.
     pub fn stats(&self) -> Option<Stats> {
         IdGenerator::stats(self)
-    }
-
-    #[inline]
-    fn id(&self, state: u64) -> Id {
-        Id::from_u64(state | self.plan.node_bits)
     }
 }
 
@@ -103,6 +102,10 @@ impl<C: Clock> IdGenerator for MutexGenerator<C> {
 
     fn stats(&self) -> Option<Stats> {
         self.counters.as_deref().map(Counters::snapshot)
+    }
+
+    fn last_id(&self) -> Id {
+        Id::from_u64(*lock(&self.state))
     }
 
     #[inline]
@@ -136,6 +139,9 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
     #[inline]
     fn poll(&self, n: u64) -> Result<Step, Stall> {
         let mut state = lock(&self.state);
+        if let Some(switched) = self.plan.gate(*state)? {
+            *state = switched;
+        }
         let step = self.plan.advance(*state, self.clock.now_ms(), n)?;
         *state = step.next;
         drop(state);

@@ -1,7 +1,7 @@
 //! The compiled configuration of a generator and its state transition.
 //!
-//! Both generators keep their state as one `u64` laid out exactly like an ID
-//! without its node bits (see [`Plan::advance`]), and both move it with the same
+//! Both generators keep their state as one `u64`: the last ID handed out (see
+//! [`Plan::advance`]), and both move it with the same
 //! function: the lock-free one by compare-and-swap, the mutex one under its
 //! lock. So they share semantics by construction, and the differential tests
 //! compare the two ways of applying it.
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::policy::{OnClockBehind, OnExhausted};
 use crate::error::GenerateError;
+use crate::fence::Fence;
 use crate::layout::Layout;
 #[cfg(test)]
 use crate::layout::mask;
@@ -21,7 +22,7 @@ use crate::persist::Reservation;
 pub(crate) struct Step {
     /// The state to store.
     pub(crate) next: u64,
-    /// The first ID handed out, without node bits.
+    /// The first ID handed out.
     pub(crate) first: u64,
     /// How many consecutive sequence values, from `first`, are handed out.
     pub(crate) count: u64,
@@ -56,6 +57,8 @@ pub(crate) enum Stall {
     Expired,
     /// Entering `tick` on `clock` needs a reservation not yet saved.
     Unreserved { clock: u64, tick: u64 },
+    /// The node-id lease cannot be proven valid.
+    Fenced,
 }
 
 pub(crate) struct Plan {
@@ -70,7 +73,10 @@ pub(crate) struct Plan {
     /// Mask of the clock-id bits in place (0 without a clock-id field).
     clk_mask: u64,
     clk_shift: u32,
-    pub(crate) node_bits: u64,
+    /// Mask of all node bits in place.
+    node_mask: u64,
+    /// The configured node id's bits in place.
+    node_bits: u64,
     pub(crate) node_id: u64,
     pub(crate) on_exhausted: OnExhausted,
     pub(crate) on_behind: OnClockBehind,
@@ -83,6 +89,8 @@ pub(crate) struct Plan {
     first_clock_id: u64,
     /// The saved reservation, when restart safety is on.
     reservation: Option<Arc<Reservation>>,
+    /// The node-id lease's fence, when the node id is leased.
+    fence: Option<Arc<Fence>>,
 }
 
 pub(crate) struct PlanConfig {
@@ -94,6 +102,7 @@ pub(crate) struct PlanConfig {
     pub(crate) seed: u64,
     pub(crate) first_clock_id: u64,
     pub(crate) reservation: Option<Arc<Reservation>>,
+    pub(crate) fence: Option<Arc<Fence>>,
 }
 
 impl Plan {
@@ -121,6 +130,7 @@ impl Plan {
             seq_one: 1 << seq.shift(),
             clk_mask,
             clk_shift,
+            node_mask: layout.node_mask_bits(layout.max_node_id()).unwrap_or(0),
             node_bits: config.node_bits,
             node_id: config.node_id,
             on_exhausted: config.on_exhausted,
@@ -130,6 +140,7 @@ impl Plan {
             seed: config.seed,
             first_clock_id: config.first_clock_id,
             reservation: config.reservation,
+            fence: config.fence,
             layout,
         }
     }
@@ -137,7 +148,7 @@ impl Plan {
     /// The state before any ID: timestamp 0 with sequence 0 taken, so the
     /// first ID is never the all-zero one and no tick is skipped.
     pub(crate) fn initial_state(&self) -> u64 {
-        self.first_clock_id << self.clk_shift
+        (self.first_clock_id << self.clk_shift) | self.node_bits
     }
 
     /// The state after a predecessor that may have used every sequence value
@@ -145,7 +156,14 @@ impl Plan {
     pub(crate) fn state_after(&self, tick: u64) -> u64 {
         (tick.min(self.ts_max) << self.ts_shift)
             | (self.first_clock_id << self.clk_shift)
+            | self.node_bits
             | (self.seq_max << self.seq_shift)
+    }
+
+    /// The bits a new tick keeps from the state: node id and clock id.
+    #[inline]
+    fn kept_mask(&self) -> u64 {
+        self.node_mask | self.clk_mask
     }
 
     /// The clock id in a state, as a number.
@@ -164,6 +182,28 @@ impl Plan {
 
     pub(crate) fn reservation(&self) -> Option<&Reservation> {
         self.reservation.as_deref()
+    }
+
+    /// With a leased node id: `Err(Fenced)` unless the lease is proven valid
+    /// now, and `Ok(Some(state))` if `cur` still carries another node id. The
+    /// caller installs that state (the lease's node id, the timestamp raised
+    /// to the previous holder's floor, that tick used up) before issuing.
+    #[inline]
+    pub(crate) fn gate(&self, cur: u64) -> Result<Option<u64>, Stall> {
+        let Some(fence) = &self.fence else {
+            return Ok(None);
+        };
+        let grant = fence.check().ok_or(Stall::Fenced)?;
+        if cur & self.node_mask == grant.node_bits {
+            return Ok(None);
+        }
+        let ts = self.ts_of(cur).max(grant.floor.min(self.ts_max));
+        Ok(Some(
+            (ts << self.ts_shift)
+                | (cur & self.clk_mask)
+                | grant.node_bits
+                | (self.seq_max << self.seq_shift),
+        ))
     }
 
     /// The distance between consecutive IDs of one tick.
@@ -210,10 +250,11 @@ impl Plan {
         ((u128::from(x) * u128::from(self.start_bound)) >> 64) as u64
     }
 
-    /// A state at timestamp `ts` and clock id bits `clk_bits`, with its IDs,
-    /// if the reservation (when there is one) covers it.
+    /// A state at timestamp `ts` keeping `kept` (node and clock-id bits in
+    /// place), with its IDs, if the reservation (when there is one) covers it.
     #[inline]
-    fn enter_tick(&self, ts: u64, clk_bits: u64, n: u64, event: Event) -> Result<Step, Stall> {
+    fn enter_tick(&self, ts: u64, kept: u64, n: u64, event: Event) -> Result<Step, Stall> {
+        let clk_bits = kept & self.clk_mask;
         if let Some(r) = &self.reservation {
             let clock = clk_bits >> self.clk_shift;
             if !r.covers(clock, ts) {
@@ -221,7 +262,7 @@ impl Plan {
             }
         }
         let start = self.start(ts, clk_bits);
-        let first = (ts << self.ts_shift) | clk_bits | (start << self.seq_shift);
+        let first = (ts << self.ts_shift) | kept | (start << self.seq_shift);
         let count = n.min(self.seq_max - start + 1);
         Ok(Step {
             next: first + (count - 1) * self.seq_one,
@@ -253,10 +294,11 @@ impl Plan {
     /// The transition for a request of `n >= 1` IDs, from state `cur` at clock
     /// reading `now_ms`.
     ///
-    /// The state is an ID without node bits: timestamp, sequence and clock id
-    /// in their layout positions. It is the last ID handed out, so the next one
-    /// in the same tick is `cur + seq_one` and a tick is used up when the
-    /// sequence field is all ones.
+    /// The state is the last ID handed out: timestamp, node id, sequence and
+    /// clock id in their layout positions. The next ID in the same tick is
+    /// `cur + seq_one`, and a tick is used up when the sequence field is all
+    /// ones. Keeping the node id in the word lets a lease switch node ids with
+    /// one compare-and-swap.
     ///
     /// - Clock past the timestamp: start a new tick at the clock's time.
     /// - Clock at or a little behind (within the lead allowance): next
@@ -273,7 +315,7 @@ impl Plan {
             if now > self.ts_max {
                 return Err(Stall::Expired);
             }
-            return self.enter_tick(now, cur & self.clk_mask, n, Event::Plain);
+            return self.enter_tick(now, cur & self.kept_mask(), n, Event::Plain);
         }
         if now.saturating_add(self.lead_ticks) < ts {
             return self.behind(cur, ts, now_ms, n);
@@ -307,16 +349,16 @@ impl Plan {
     #[cold]
     #[inline(never)]
     fn exhausted(&self, cur: u64, ts: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
-        let clk_bits = cur & self.clk_mask;
         match self.on_exhausted {
             OnExhausted::Borrow { .. }
                 if ts < self.ts_max && ts < self.ticks(now_ms).saturating_add(self.lead_ticks) =>
             {
-                return self.enter_tick(ts + 1, clk_bits, n, Event::Borrowed);
+                return self.enter_tick(ts + 1, cur & self.kept_mask(), n, Event::Borrowed);
             }
             OnExhausted::NextClock => {
-                if let Some(next) = self.next_clock(clk_bits, ts) {
-                    return self.enter_tick(ts, next, n, Event::Bumped { behind: false });
+                if let Some(next) = self.next_clock(cur & self.clk_mask, ts) {
+                    let kept = (cur & self.node_mask) | next;
+                    return self.enter_tick(ts, kept, n, Event::Bumped { behind: false });
                 }
             }
             _ => {}
@@ -341,7 +383,10 @@ impl Plan {
             OnClockBehind::NextClock => {
                 let now = self.ticks(now_ms);
                 match self.next_clock(cur & self.clk_mask, now) {
-                    Some(next) => self.enter_tick(now, next, n, Event::Bumped { behind: true }),
+                    Some(next) => {
+                        let kept = (cur & self.node_mask) | next;
+                        self.enter_tick(now, kept, n, Event::Bumped { behind: true })
+                    }
                     None => self.same_tick(cur, ts, now_ms, n, Event::Behind),
                 }
             }
@@ -365,6 +410,7 @@ impl Plan {
                 Some(e) => GenerateError::Storage(e),
                 None => GenerateError::Reserving,
             },
+            Stall::Fenced => GenerateError::Fenced,
         }
     }
 }
@@ -415,6 +461,7 @@ mod tests {
                 seed: 0,
                 first_clock_id: 0,
                 reservation: None,
+                fence: None,
             },
         )
     }

@@ -50,7 +50,7 @@ pub(crate) fn reserve_batch<R: Reserve + ?Sized>(
 
 #[inline]
 fn batch(plan: &Plan, step: Step) -> IdBatch {
-    IdBatch::new(step.first | plan.node_bits, plan.seq_one(), step.count)
+    IdBatch::new(step.first, plan.seq_one(), step.count)
 }
 
 /// Reserves up to `n` IDs without waiting.
@@ -132,6 +132,9 @@ fn wait<R: Reserve + ?Sized>(
                 }
                 1
             }
+            // The lease keeper reopens the fence after a fresh claim.
+            Stall::Fenced if mode == Mode::Report => return Err(plan.error(stall)),
+            Stall::Fenced => 2,
         };
         if !waited {
             waited = true;
