@@ -22,13 +22,23 @@ pub(crate) struct Fence {
     /// The highest timestamp field a previous holder of that node id may
     /// have used: the generator issues only after it.
     floor: AtomicU64,
+    /// 1 if the grant rewinds the timestamp to the floor.
+    rewind: AtomicU64,
 }
 
 /// What an open fence grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Grant {
+    /// The leased node id's bits in ID position.
     pub(crate) node_bits: u64,
+    /// The highest timestamp field any earlier holder of that node id may
+    /// have used; the generator issues only after it.
     pub(crate) floor: u64,
+    /// Restart the timestamp right after `floor` even if the generator's own
+    /// timestamp is later (rotating to a fresh node id after the clock stepped
+    /// back: IDs then go back in time under the new node id, still unique).
+    /// Otherwise the timestamp never moves back.
+    pub(crate) rewind: bool,
 }
 
 // Opened, extended and closed by the lease keepers behind the `etcd` and
@@ -48,6 +58,7 @@ impl Fence {
             valid_until: AtomicU64::new(0),
             node_bits: AtomicU64::new(0),
             floor: AtomicU64::new(0),
+            rewind: AtomicU64::new(0),
         }
     }
 
@@ -69,6 +80,7 @@ impl Fence {
         Some(Grant {
             node_bits: self.node_bits.load(Ordering::Relaxed),
             floor: self.floor.load(Ordering::Relaxed),
+            rewind: self.rewind.load(Ordering::Relaxed) == 1,
         })
     }
 
@@ -77,6 +89,8 @@ impl Fence {
         self.close();
         self.node_bits.store(grant.node_bits, Ordering::Relaxed);
         self.floor.store(grant.floor, Ordering::Relaxed);
+        self.rewind
+            .store(u64::from(grant.rewind), Ordering::Relaxed);
         self.valid_until.store(valid_until_ns, Ordering::Release);
     }
 
@@ -109,6 +123,7 @@ mod tests {
         let grant = Grant {
             node_bits: 5 << 12,
             floor: 99,
+            rewind: false,
         };
         fence.open(grant, 1_000_000);
         assert_eq!(fence.check(), Some(grant));

@@ -553,6 +553,7 @@ mod tests {
             Grant {
                 node_bits: layout.node_mask_bits(9).unwrap(),
                 floor: 0,
+                rewind: false,
             },
             fence.now_ns() + 1_000_000,
         );
@@ -576,6 +577,7 @@ mod tests {
             Grant {
                 node_bits: layout.node_mask_bits(3).unwrap(),
                 floor: 0,
+                rewind: false,
             },
             u64::MAX,
         );
@@ -586,6 +588,7 @@ mod tests {
             Grant {
                 node_bits: layout.node_mask_bits(4).unwrap(),
                 floor: now_tick + 5,
+                rewind: false,
             },
             u64::MAX,
         );
@@ -606,6 +609,35 @@ mod tests {
     }
 
     #[test]
+    fn a_rewinding_claim_issues_back_at_the_clock_under_the_new_node_id() {
+        let Fenced {
+            fence, gens, clock, ..
+        } = fenced();
+        let layout = Layout::twitter();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        let grant = |node, floor, rewind| Grant {
+            node_bits: layout.node_mask_bits(node).unwrap(),
+            floor,
+            rewind,
+        };
+        fence.open(grant(3, 0, false), u64::MAX);
+        let mut all: Vec<Id> = gens.iter().map(|g| g.next_id()).collect();
+        // The clock steps back a minute; rotate to node 8, last used long ago.
+        clock.rewind(Duration::from_secs(60));
+        fence.open(grant(8, now_tick - 3_600_000, true), u64::MAX);
+        for g in &gens {
+            let id = g.next_id();
+            let d = layout.decode(id).unwrap();
+            assert_eq!((d.node_id(), d.timestamp()), (8, now_tick - 60_000));
+            all.push(id);
+        }
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n);
+    }
+
+    #[test]
     fn next_id_waits_for_a_fresh_claim() {
         let Fenced { fence, gens, .. } = fenced();
         let layout = Layout::twitter();
@@ -617,6 +649,7 @@ mod tests {
                         Grant {
                             node_bits: layout.node_mask_bits(7).unwrap(),
                             floor: 0,
+                            rewind: false,
                         },
                         u64::MAX,
                     );

@@ -187,7 +187,8 @@ impl Plan {
     /// With a leased node id: `Err(Fenced)` unless the lease is proven valid
     /// now, and `Ok(Some(state))` if `cur` still carries another node id. The
     /// caller installs that state (the lease's node id, the timestamp raised
-    /// to the previous holder's floor, that tick used up) before issuing.
+    /// to the previous holder's floor, or set to it for a rewinding grant, that
+    /// tick used up) before issuing.
     #[inline]
     pub(crate) fn gate(&self, cur: u64) -> Result<Option<u64>, Stall> {
         let Some(fence) = &self.fence else {
@@ -197,7 +198,12 @@ impl Plan {
         if cur & self.node_mask == grant.node_bits {
             return Ok(None);
         }
-        let ts = self.ts_of(cur).max(grant.floor.min(self.ts_max));
+        let floor = grant.floor.min(self.ts_max);
+        let ts = if grant.rewind {
+            floor
+        } else {
+            self.ts_of(cur).max(floor)
+        };
         Ok(Some(
             (ts << self.ts_shift)
                 | (cur & self.clk_mask)
