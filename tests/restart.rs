@@ -219,6 +219,42 @@ fn after_a_crash_and_a_clock_step_back_no_id_is_reissued() {
 }
 
 #[test]
+fn restarts_that_issue_nothing_do_not_push_the_mark_ahead() {
+    let dir = TempDir::new("crash-loop");
+    let clock = ManualClock::new(T);
+    let (before, image) = run_and_crash(&dir, &clock);
+    let reserved = marks(&String::from_utf8(image.clone()).unwrap())[0].1;
+    std::fs::write(dir.file(), &image).unwrap();
+    clock.rewind(Duration::from_secs(10));
+    let build = || {
+        Generator::builder(layout())
+            .node_id(7)
+            .clock(clock.clone())
+            .persist(Persist::file(dir.file()).window(Duration::from_millis(500)))
+            .build()
+            .unwrap()
+    };
+    // A crash loop: each start finds the clock behind the mark, issues
+    // nothing, and is killed; what it leaves is the state file as it ran.
+    for _ in 0..5 {
+        let g = build();
+        // Several of the writer's polls (every 125 ms for this window).
+        std::thread::sleep(Duration::from_millis(400));
+        let crash_image = std::fs::read(dir.file()).unwrap();
+        drop(g);
+        std::fs::write(dir.file(), &crash_image).unwrap();
+        assert_eq!(file_marks(&dir.file()), [(0, reserved)]);
+    }
+    // Once the clock passes the mark, IDs need new ticks, which get reserved.
+    let g = build();
+    clock.set_ms(EPOCH + reserved + 1);
+    let id = g.next_id();
+    assert_eq!(ts(g.layout(), id), reserved + 1);
+    assert!(before.iter().all(|&b| b < id));
+    assert!(file_marks(&dir.file())[0].1 > reserved);
+}
+
+#[test]
 fn the_next_clock_id_rule_issues_at_the_real_time_and_respects_old_marks() {
     let dir = TempDir::new("next-clock");
     let clock = ManualClock::new(T);

@@ -68,19 +68,23 @@ fn child() {
         words.next().unwrap().parse::<u64>().unwrap(),
     );
     let clock = MonotonicClock::with_wall(SteppedBack { by_ms: back_ms });
+    // Windows shorter than a child's life (40-200 ms): every crash forfeits up
+    // to one window of timestamps, so children killed faster than the window
+    // would push the mark ever further ahead of the clock until, past the
+    // Borrow allowance, they could only wait (README, restart safety limits).
     let builder = match scenario {
         "borrow" => Generator::builder(twitter_like())
             .node_id(5)
             .on_exhausted(OnExhausted::Borrow {
                 max_ahead: Duration::from_secs(15),
             })
-            .persist(Persist::file(&path).window(Duration::from_millis(500))),
+            .persist(Persist::file(&path).window(Duration::from_millis(50))),
         "next-clock" => Generator::builder(multi_clock())
             .node_id(5)
             .on_clock_behind(OnClockBehind::NextClock)
             .persist(
                 Persist::file(&path)
-                    .window(Duration::from_millis(500))
+                    .window(Duration::from_millis(50))
                     .restart_rule(RestartRule::NextClockId),
             ),
         "write" => Generator::builder(twitter_like())

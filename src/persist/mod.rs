@@ -425,10 +425,13 @@ pub(crate) fn start(
     let window = window_ms.div_ceil(unit).max(1);
 
     // The first reservation, saved before the generator exists: a store that
-    // cannot be written fails the build, not a later call.
-    let first_mark = floors[clock_id as usize]
-        .max(now_tick)
-        .saturating_add(window);
+    // cannot be written fails the build, not a later call. It covers one
+    // window from the clock, and never lowers the predecessor's mark. When
+    // the clock reads behind that mark, nothing new is reserved until an ID
+    // needs a tick past it: otherwise every restart of a crash loop would push
+    // the mark another window ahead of the clock, even if it issued nothing.
+    let floor = floors[clock_id as usize];
+    let first_mark = floor.max(now_tick.saturating_add(window));
     let mut marks = floors.clone();
     marks[clock_id as usize] = first_mark;
     let mut template = SavedState {
@@ -443,7 +446,9 @@ pub(crate) fn start(
         ceilings: marks.iter().map(|&m| AtomicU64::new(m)).collect(),
         floors: floors.clone().into_boxed_slice(),
         wanted: (0..clocks).map(|_| AtomicU64::new(0)).collect(),
-        latest: AtomicU64::new(floors[clock_id as usize].max(now_tick)),
+        // Renewal is driven by ticks in use; none is yet, so the clock is the
+        // hint (a mark ahead of it is not renewed until IDs approach it).
+        latest: AtomicU64::new(now_tick),
         active: AtomicU64::new(clock_id),
         window,
         failing: AtomicBool::new(false),
@@ -471,7 +476,7 @@ pub(crate) fn start(
         },
         reservation,
         clock_id,
-        floor: saved.map(|_| floors[clock_id as usize]),
+        floor: saved.map(|_| floor),
     })
 }
 
