@@ -505,7 +505,8 @@ impl std::error::Error for GenerateError {
     }
 }
 
-/// A string is not the decimal form of an [`Id`](crate::Id).
+/// A string is not a valid string form of an [`Id`](crate::Id) (decimal,
+/// or one of the [`IdFormat`](crate::IdFormat)s).
 ///
 /// ```
 /// use flakeid::{Id, ParseIdError};
@@ -531,6 +532,13 @@ pub enum ParseIdError {
     },
     /// The number is larger than 2^64 - 1.
     Overflow,
+    /// The string has more characters than the form ever takes.
+    TooLong {
+        /// Its length in characters.
+        length: usize,
+        /// The most the form takes.
+        max: usize,
+    },
 }
 
 impl fmt::Display for ParseIdError {
@@ -542,6 +550,10 @@ impl fmt::Display for ParseIdError {
                 character,
             } => write!(f, "invalid character {character:?} at position {position}"),
             ParseIdError::Overflow => write!(f, "the number is larger than 2^64 - 1"),
+            ParseIdError::TooLong { length, max } => write!(
+                f,
+                "the string is {length} characters long; the form takes at most {max}"
+            ),
         }
     }
 }

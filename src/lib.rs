@@ -97,6 +97,7 @@ mod error;
 mod fence;
 mod generator;
 mod id;
+mod id_string;
 mod layout;
 mod persist;
 mod primitive;
@@ -110,6 +111,7 @@ pub use generator::{
     Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
 };
 pub use id::Id;
+pub use id_string::{IdFormat, IdString};
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
 pub use persist::{FileStore, InvalidState, Persist, RestartRule, StateStore};
 
