@@ -102,6 +102,9 @@ mod layout;
 mod persist;
 mod primitive;
 mod rfc3339;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod serde;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{
