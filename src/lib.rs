@@ -101,6 +101,8 @@ mod id_string;
 mod layout;
 mod persist;
 mod primitive;
+#[cfg(feature = "public-ids")]
+mod public_id;
 mod rfc3339;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
@@ -117,6 +119,9 @@ pub use id::Id;
 pub use id_string::{IdFormat, IdString};
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
 pub use persist::{FileStore, InvalidState, Persist, RestartRule, StateStore};
+#[cfg(feature = "public-ids")]
+#[cfg_attr(docsrs, doc(cfg(feature = "public-ids")))]
+pub use {error::PublicIdError, public_id::PublicIds};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
