@@ -1,59 +1,6 @@
 //! Volume-hiding public IDs (feature `public-ids`): a keyed permutation that
-//! turns an [`Id`] into an opaque number and back.
-//!
-//! # The construction
-//!
-//! An alternating (unbalanced) Feistel network over the `n`-bit domain
-//! (`n = 63` by default), laid out as in NIST SP 800-38G's FF1: the input is
-//! split into a high half of `u = ⌊n/2⌋` bits and a low half of `v = n − u`
-//! bits, and each of 10 rounds replaces one half with itself XOR a keyed
-//! pseudorandom function of the other, alternating which half is replaced:
-//!
-//! ```text
-//! (A, B) = (x >> v, x mod 2^v)
-//! round i = 0..10:  m = u if i is even, else v
-//!                   (A, B) = (B, (A ⊕ F_k(i, n, B)) mod 2^m)
-//! result = A · 2^v + B
-//! ```
-//!
-//! `F_k` is SipHash-2-4 (Aumasson and Bernstein, 2012, a PRF designed for
-//! short inputs) under the 128-bit key, over the round number, the width and
-//! the half. Each round is undone by recomputing `F_k` on the half it left
-//! unchanged, so the map is a permutation *by construction*: every `n`-bit
-//! value has exactly one public id, the round trip is exact, and no two IDs
-//! collide, whatever the key. Because the halves alternate between `u` and
-//! `v` bits, the odd width needs neither padding nor cycle walking; every
-//! call costs the same 10 rounds.
-//!
-//! Luby and Rackoff (1988) showed that a Feistel network with 3 rounds of a
-//! pseudorandom function is a pseudorandom permutation (4 rounds: a strong
-//! one); more rounds tighten the bounds, which for 31-bit halves are modest.
-//! FF1 uses 10 rounds for the same reason.
-//!
-//! # What it hides, and what not
-//!
-//! Without the key, a public id reveals nothing usable about the ID behind
-//! it: not its **order** (consecutive IDs map to unrelated values), not the
-//! **volume** between two IDs (subtracting two public ids counts nothing), and
-//! not the **time or node** fields (the layout cannot be decoded).
-//!
-//! It does **not** hide:
-//! - that two requests name the same thing: a public id is deterministic
-//!   (use distinct keys per resource type so ids cannot be matched across them);
-//! - what an observer learns otherwise: how many ids they were handed
-//!   themselves, and when;
-//! - anything, once the key is known: anyone with the key inverts the map.
-//!
-//! This is **not encryption** unless the key is secret and the construction
-//! sound; the construction is standard but this instance (SipHash as the round
-//! function, this encoding) has no published analysis. Treat it as
-//! obfuscation against counting. Where confidentiality is required, use a
-//! vetted format-preserving cipher (FF1, NIST SP 800-38G Rev. 1, over the same
-//! 63-bit domain) or authenticated encryption with longer public ids.
-//!
-//! Keys: 16 random bytes, kept secret like any credential. Changing the key
-//! changes every public id, so keep it for as long as old public ids must
-//! resolve.
+//! turns an [`Id`] into an opaque number and back. The construction and its
+//! limits are documented on [`PublicIds`].
 
 use std::fmt;
 
@@ -72,8 +19,64 @@ const ROUNDS: u8 = 10;
 const MIN_BITS: u32 = 32;
 
 /// A keyed, reversible permutation of the IDs below 2^63 (or 2^`bits`):
-/// opaque public ids that do not reveal order, volume, time or node. See the
-/// [module docs](self) for the construction and its limits.
+/// opaque public ids that do not reveal order, volume, time or node.
+///
+/// # The construction
+///
+/// An alternating (unbalanced) Feistel network over the `n`-bit domain
+/// (`n = 63` by default), laid out as in NIST SP 800-38G's FF1: the input is
+/// split into a high half of `u = ⌊n/2⌋` bits and a low half of `v = n − u`
+/// bits, and each of 10 rounds replaces one half with itself XOR a keyed
+/// pseudorandom function of the other, alternating which half is replaced:
+///
+/// ```text
+/// (A, B) = (x >> v, x mod 2^v)
+/// round i = 0..10:  m = u if i is even, else v
+///                   (A, B) = (B, (A ⊕ F_k(i, n, B)) mod 2^m)
+/// result = A · 2^v + B
+/// ```
+///
+/// `F_k` is SipHash-2-4 (Aumasson and Bernstein, 2012, a PRF designed for
+/// short inputs) under the 128-bit key, over the round number, the width and
+/// the half. Each round is undone by recomputing `F_k` on the half it left
+/// unchanged, so the map is a permutation *by construction*: every `n`-bit
+/// value has exactly one public id, the round trip is exact, and no two IDs
+/// collide, whatever the key. Because the halves alternate between `u` and
+/// `v` bits, the odd width needs neither padding nor cycle walking; every
+/// call costs the same 10 rounds.
+///
+/// Luby and Rackoff (1988) showed that a Feistel network with 3 rounds of a
+/// pseudorandom function is a pseudorandom permutation (4 rounds: a strong
+/// one). Their bounds hold up to about 2^(n/4) queries, some 2^16 here;
+/// more rounds give better bounds (Patarin), which is why FF1 uses 10, and
+/// so does this.
+///
+/// # What it hides, and what not
+///
+/// Without the key, a public id reveals nothing usable about the ID behind
+/// it: not its **order** (consecutive IDs map to unrelated values), not the
+/// **volume** between two IDs (subtracting two public ids counts nothing), and
+/// not the **time or node** fields (the layout cannot be decoded).
+///
+/// It does **not** hide:
+/// - that two requests name the same thing: a public id is deterministic
+///   (use distinct keys per resource type so ids cannot be matched across them);
+/// - what an observer learns otherwise: how many ids they were handed
+///   themselves, and when;
+/// - anything, once the key is known: anyone with the key inverts the map.
+///
+/// This is **not encryption** unless the key is secret and the construction
+/// sound; the construction is standard but this instance (SipHash as the round
+/// function, this encoding) has no published analysis. Treat it as
+/// obfuscation against counting. Where confidentiality is required, use a
+/// vetted format-preserving cipher (FF1, NIST SP 800-38G Rev. 1, over the same
+/// 63-bit domain) or authenticated encryption with longer public ids.
+///
+/// Keys: 16 random bytes, kept secret like any credential. Changing the key
+/// changes every public id, so keep it for as long as old public ids must
+/// resolve.
+///
+/// # Example
 ///
 /// ```
 /// use flakeid::{Generator, Layout, PublicIds};

@@ -93,6 +93,7 @@ fn pause_for(
 /// for, and reports or panics on the rest. It waits by sleeping on tokio's
 /// timer, so the executor's thread runs other tasks meanwhile. It needs a
 /// tokio runtime with the time driver enabled (`#[tokio::main]` has it).
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 impl<C: Clock> Generator<C> {
     /// [`next_id`](Generator::next_id) without blocking the executor: waits
     /// for the next tick when this one is used up, for the clock under
