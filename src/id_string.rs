@@ -50,7 +50,6 @@ const fn table(alphabet: &[u8], fold_case: bool) -> [u8; 256] {
     t
 }
 
-const DECIMAL_TABLE: [u8; 256] = table(DIGITS, false);
 const HEX_TABLE: [u8; 256] = table(HEX, true);
 const BASE62_TABLE: [u8; 256] = table(BASE62, false);
 const CROCKFORD_TABLE: [u8; 256] = {
@@ -155,7 +154,8 @@ impl IdFormat {
         }
     }
 
-    /// The most characters the form takes (and parsing accepts).
+    /// The most characters the form takes (and, for the fixed-width forms,
+    /// the most parsing accepts).
     ///
     /// ```
     /// use flakeid::IdFormat;
@@ -172,24 +172,6 @@ impl IdFormat {
         }
     }
 
-    const fn alphabet(self) -> &'static [u8] {
-        match self {
-            IdFormat::Decimal => DIGITS,
-            IdFormat::Hex => HEX,
-            IdFormat::Base32 => CROCKFORD,
-            IdFormat::Base62 => BASE62,
-        }
-    }
-
-    const fn table(self) -> &'static [u8; 256] {
-        match self {
-            IdFormat::Decimal => &DECIMAL_TABLE,
-            IdFormat::Hex => &HEX_TABLE,
-            IdFormat::Base32 => &CROCKFORD_TABLE,
-            IdFormat::Base62 => &BASE62_TABLE,
-        }
-    }
-
     /// Formats `id` in this form, into a stack buffer (no allocation).
     ///
     /// ```
@@ -200,38 +182,27 @@ impl IdFormat {
     /// assert_eq!(IdFormat::Base32.encode(id), "04W86BB0G4007");
     /// ```
     pub const fn encode(self, id: Id) -> IdString {
-        let alphabet = self.alphabet();
-        let radix = alphabet.len() as u64;
-        let mut buf = [0u8; MAX_LEN];
-        let mut value = id.to_u64();
-        let mut start = MAX_LEN;
-        let min_start = match self.width() {
-            Some(width) => MAX_LEN - width,
-            None => MAX_LEN - 1,
-        };
-        // Digits from the lowest, right-aligned; fixed-width forms pad with
-        // the zero digit, decimal stops at the highest non-zero digit.
-        while start > min_start || value != 0 {
-            start -= 1;
-            buf[start] = alphabet[(value % radix) as usize];
-            value /= radix;
-        }
-        IdString {
-            buf,
-            start: start as u8,
+        // A constant radix per form turns the divisions into multiplications.
+        match self {
+            IdFormat::Decimal => encode::<10>(DIGITS, id.to_u64(), 1),
+            IdFormat::Hex => encode::<16>(HEX, id.to_u64(), 16),
+            IdFormat::Base32 => encode::<32>(CROCKFORD, id.to_u64(), 13),
+            IdFormat::Base62 => encode::<62>(BASE62, id.to_u64(), 11),
         }
     }
 
     /// Parses a string in this form.
     ///
     /// Leading zeros may be left out of the fixed-width forms: `"7"` is a
-    /// valid base62 ID.
+    /// valid base62 ID. Decimal is parsed exactly as `str::parse::<Id>()`
+    /// does, which accepts any number of leading zeros.
     ///
     /// # Errors
     ///
     /// [`ParseIdError::Empty`] for an empty string,
     /// [`ParseIdError::TooLong`] for more characters than
-    /// [`max_len`](IdFormat::max_len), [`ParseIdError::InvalidCharacter`]
+    /// [`max_len`](IdFormat::max_len) (fixed-width forms only),
+    /// [`ParseIdError::InvalidCharacter`]
     /// with the first character that is not a digit of the form and its
     /// position, and [`ParseIdError::Overflow`] for a value above 2^64 − 1.
     ///
@@ -250,6 +221,9 @@ impl IdFormat {
     /// );
     /// ```
     pub const fn parse(self, s: &str) -> Result<Id, ParseIdError> {
+        if let IdFormat::Decimal = self {
+            return Id::parse_decimal(s);
+        }
         let bytes = s.as_bytes();
         if bytes.is_empty() {
             return Err(ParseIdError::Empty);
@@ -263,30 +237,56 @@ impl IdFormat {
                 return Err(ParseIdError::TooLong { length, max });
             }
         }
-        let table = self.table();
-        let radix = self.alphabet().len() as u64;
-        let mut value: u64 = 0;
-        let mut i = 0;
-        while i < bytes.len() {
-            let digit = table[bytes[i] as usize];
-            if digit == NOT_A_DIGIT {
-                // Every byte before `i` is an ASCII digit, so `i` starts a character.
-                return Err(ParseIdError::InvalidCharacter {
-                    position: i,
-                    character: char_at(s, i),
-                });
-            }
-            value = match value.checked_mul(radix) {
-                Some(v) => match v.checked_add(digit as u64) {
-                    Some(v) => v,
-                    None => return Err(ParseIdError::Overflow),
-                },
-                None => return Err(ParseIdError::Overflow),
-            };
-            i += 1;
+        match self {
+            IdFormat::Decimal => Id::parse_decimal(s),
+            IdFormat::Hex => parse::<16>(s, &HEX_TABLE),
+            IdFormat::Base32 => parse::<32>(s, &CROCKFORD_TABLE),
+            IdFormat::Base62 => parse::<62>(s, &BASE62_TABLE),
         }
-        Ok(Id::from_u64(value))
     }
+}
+
+/// Digits of `value` in base `RADIX`, right-aligned, at least `min_width` of
+/// them (padded with the zero digit).
+const fn encode<const RADIX: u64>(alphabet: &[u8], mut value: u64, min_width: usize) -> IdString {
+    let mut buf = [0u8; MAX_LEN];
+    let mut start = MAX_LEN;
+    while start > MAX_LEN - min_width || value != 0 {
+        start -= 1;
+        buf[start] = alphabet[(value % RADIX) as usize];
+        value /= RADIX;
+    }
+    IdString {
+        buf,
+        start: start as u8,
+    }
+}
+
+/// Reads the digits of `s` (already checked to be non-empty and short
+/// enough) through `table`.
+const fn parse<const RADIX: u64>(s: &str, table: &[u8; 256]) -> Result<Id, ParseIdError> {
+    let bytes = s.as_bytes();
+    let mut value: u64 = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let digit = table[bytes[i] as usize];
+        if digit == NOT_A_DIGIT {
+            // Every byte before `i` is an ASCII digit, so `i` starts a character.
+            return Err(ParseIdError::InvalidCharacter {
+                position: i,
+                character: char_at(s, i),
+            });
+        }
+        value = match value.checked_mul(RADIX) {
+            Some(v) => match v.checked_add(digit as u64) {
+                Some(v) => v,
+                None => return Err(ParseIdError::Overflow),
+            },
+            None => return Err(ParseIdError::Overflow),
+        };
+        i += 1;
+    }
+    Ok(Id::from_u64(value))
 }
 
 impl fmt::Display for IdFormat {
@@ -573,11 +573,9 @@ mod tests {
 
     #[test]
     fn alphabets_are_in_ascii_order() {
-        for format in IdFormat::ALL {
-            assert!(
-                format.alphabet().windows(2).all(|w| w[0] < w[1]),
-                "{format}"
-            );
+        let alphabets: [&[u8]; 4] = [DIGITS, HEX, CROCKFORD, BASE62];
+        for alphabet in alphabets {
+            assert!(alphabet.windows(2).all(|w| w[0] < w[1]));
         }
     }
 
@@ -601,6 +599,17 @@ mod tests {
         use ParseIdError::*;
         for format in IdFormat::ALL {
             assert_eq!(format.parse(""), Err(Empty), "{format}");
+            assert_eq!(
+                format.parse(&"0".repeat(format.max_len())),
+                Ok(Id::MIN),
+                "{format}"
+            );
+        }
+        // Decimal is FromStr: leading zeros are fine, and a number too large
+        // is an overflow however it is written.
+        assert_eq!(IdFormat::Decimal.parse(&"0".repeat(40)), Ok(Id::MIN));
+        assert_eq!(IdFormat::Decimal.parse(&"9".repeat(40)), Err(Overflow));
+        for format in [IdFormat::Hex, IdFormat::Base32, IdFormat::Base62] {
             let long = "0".repeat(format.max_len() + 1);
             assert_eq!(
                 format.parse(&long),
@@ -610,12 +619,8 @@ mod tests {
                 }),
                 "{format}"
             );
-            // Leading zeros up to the width are fine.
-            assert_eq!(
-                format.parse(&"0".repeat(format.max_len())),
-                Ok(Id::MIN),
-                "{format}"
-            );
+        }
+        for format in IdFormat::ALL {
             assert_eq!(
                 format.parse("1 2"),
                 Err(InvalidCharacter {
