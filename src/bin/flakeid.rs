@@ -80,7 +80,8 @@ struct DecodeArgs {
     /// 11 base62.
     #[arg(long, value_enum, default_value_t = DecodeFormat::Auto)]
     format: DecodeFormat,
-    /// The IDs are public ids made with this key (32 hex digits).
+    /// The IDs are public ids made with this key (32 hex digits), as by
+    /// `gen --public-key` with the same layout.
     #[arg(long, value_name = "HEX", value_parser = parse_key)]
     public_key: Option<[u8; 16]>,
     /// One JSON object a line instead of text.
