@@ -505,7 +505,8 @@ impl std::error::Error for GenerateError {
     }
 }
 
-/// A string is not the decimal form of an [`Id`](crate::Id).
+/// A string is not a valid string form of an [`Id`](crate::Id) (decimal,
+/// or one of the [`IdFormat`](crate::IdFormat)s).
 ///
 /// ```
 /// use flakeid::{Id, ParseIdError};
@@ -531,6 +532,13 @@ pub enum ParseIdError {
     },
     /// The number is larger than 2^64 - 1.
     Overflow,
+    /// The string has more characters than the form ever takes.
+    TooLong {
+        /// Its length in characters.
+        length: usize,
+        /// The most the form takes.
+        max: usize,
+    },
 }
 
 impl fmt::Display for ParseIdError {
@@ -542,6 +550,10 @@ impl fmt::Display for ParseIdError {
                 character,
             } => write!(f, "invalid character {character:?} at position {position}"),
             ParseIdError::Overflow => write!(f, "the number is larger than 2^64 - 1"),
+            ParseIdError::TooLong { length, max } => write!(
+                f,
+                "the string is {length} characters long; the form takes at most {max}"
+            ),
         }
     }
 }
@@ -572,3 +584,49 @@ impl fmt::Display for ConvertIdError {
 }
 
 impl std::error::Error for ConvertIdError {}
+
+/// An ID or a width does not fit a [`PublicIds`](crate::PublicIds) permutation.
+///
+/// ```
+/// use flakeid::{Id, PublicIdError, PublicIds};
+///
+/// let public_ids = PublicIds::new([1; 16]);
+/// let err = public_ids.to_public(Id::MAX).unwrap_err();
+/// assert_eq!(err, PublicIdError::OutOfRange { id: u64::MAX, bits: 63 });
+/// assert_eq!(err.to_string(), "id 18446744073709551615 is outside the 63-bit public-id domain");
+/// ```
+#[cfg(feature = "public-ids")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PublicIdError {
+    /// The value is 2^`bits` or more.
+    OutOfRange {
+        /// The value given.
+        id: u64,
+        /// The permutation's width.
+        bits: u32,
+    },
+    /// The width is outside 32..=64 bits.
+    UnsupportedWidth {
+        /// The width given.
+        bits: u32,
+    },
+}
+
+#[cfg(feature = "public-ids")]
+impl fmt::Display for PublicIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PublicIdError::OutOfRange { id, bits } => {
+                write!(f, "id {id} is outside the {bits}-bit public-id domain")
+            }
+            PublicIdError::UnsupportedWidth { bits } => write!(
+                f,
+                "a {bits}-bit public-id domain is not supported (32 to 64 bits)"
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "public-ids")]
+impl std::error::Error for PublicIdError {}

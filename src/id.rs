@@ -11,7 +11,10 @@ use crate::error::{ConvertIdError, ParseIdError};
 /// that made it: decode it with [`Layout::decode`](crate::Layout::decode). IDs of
 /// one layout sort by creation time; `Ord` compares the integers.
 ///
-/// `Display` and `FromStr` use decimal; `{:x}` and `{:X}` give hex.
+/// `Display` and `FromStr` use decimal; `{:x}` and `{:X}` give hex. The
+/// fixed-width forms that sort as the number, [`to_base62`](Id::to_base62),
+/// [`to_base32`](Id::to_base32) (Crockford) and [`to_hex`](Id::to_hex), are
+/// listed under [`IdFormat`](crate::IdFormat).
 ///
 /// ```
 /// use flakeid::Id;
@@ -123,7 +126,7 @@ impl Id {
 
 /// The character that starts at byte `i` of `s` (a replacement character if `i`
 /// falls inside a multi-byte character, which callers never pass).
-const fn char_at(s: &str, i: usize) -> char {
+pub(crate) const fn char_at(s: &str, i: usize) -> char {
     let b = s.as_bytes();
     let lead = b[i];
     let (len, init) = if lead < 0x80 {

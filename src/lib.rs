@@ -35,6 +35,9 @@
 //! - With [`Builder::persist`], a background writer saves a high-water mark of
 //!   the timestamps ahead of use ([`Persist`], [`FileStore`]); a new tick is
 //!   entered only below the saved mark.
+//! - An [`Id`] prints and parses as decimal and, through [`IdFormat`], as
+//!   hex, Crockford base32 and base62; those three are fixed-width and sort
+//!   as the numbers do. Formatting fills a stack buffer ([`IdString`]).
 //! - Policies say what happens when a tick's sequence runs out
 //!   ([`OnExhausted`]: wait, borrow future ticks, report, or move to the next
 //!   clock id) and when the clock reads behind ([`OnClockBehind`]: continue on
@@ -88,7 +91,17 @@
 //!
 //! # Feature flags
 //!
-//! None yet: the default build depends only on `crossbeam-utils` and `quanta`.
+//! The default build depends only on `crossbeam-utils` and `quanta`.
+//!
+//! - `serde`: `Serialize` and `Deserialize` for [`Id`]: a decimal string in
+//!   human-readable formats (JavaScript rounds integers above 2^53), a `u64`
+//!   in binary ones; [`serde::as_u64`] writes a number everywhere.
+//! - `public-ids`: [`PublicIds`], a keyed permutation that turns IDs into
+//!   volume-hiding public ids and back (adds `siphasher`).
+//! - `tokio`: [`Generator::next_id_async`] and its siblings wait on tokio's
+//!   timer instead of blocking the thread (adds `tokio` with `time`).
+//! - `cli`: the `flakeid` command: `gen`, `decode`, `bench` (adds `clap`
+//!   and `serde_json`; turns on `public-ids`).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -97,10 +110,16 @@ mod error;
 mod fence;
 mod generator;
 mod id;
+mod id_string;
 mod layout;
 mod persist;
 mod primitive;
+#[cfg(feature = "public-ids")]
+mod public_id;
 mod rfc3339;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod serde;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{
@@ -110,8 +129,12 @@ pub use generator::{
     Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
 };
 pub use id::Id;
+pub use id_string::{IdFormat, IdString};
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
 pub use persist::{FileStore, InvalidState, Persist, RestartRule, StateStore};
+#[cfg(feature = "public-ids")]
+#[cfg_attr(docsrs, doc(cfg(feature = "public-ids")))]
+pub use {error::PublicIdError, public_id::PublicIds};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

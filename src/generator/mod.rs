@@ -6,6 +6,8 @@ mod plan;
 mod policy;
 mod stats;
 mod wait;
+#[cfg(feature = "tokio")]
+mod wait_async;
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;

@@ -1,0 +1,119 @@
+//! A web service handing out IDs: axum handlers sharing one generator.
+//!
+//! ```text
+//! cargo run --example web_handler --features tokio,serde,public-ids
+//! curl -X POST localhost:3000/events          # {"id":"2124401418084446208"}
+//! curl -X POST localhost:3000/orders          # {"id":"2WvmQI3TZzc"}
+//! curl localhost:3000/orders/2WvmQI3TZzc      # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}
+//! ```
+//!
+//! - `/events` is an internal API: the ID goes out as is, and serde writes it
+//!   as a decimal string so JavaScript clients do not round it.
+//! - `/orders` is public: the ID goes out as a volume-hiding public id in
+//!   base62, so customers cannot count orders by subtracting two of them.
+//! - The handlers await `next_id_async`: when a millisecond's sequence is used
+//!   up they sleep on tokio's timer, and the executor keeps serving others.
+//!
+//! The public-id key comes from `FLAKEID_PUBLIC_KEY` (32 hex digits); the
+//! port from `PORT` (default 3000).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use flakeid::{Generator, Id, Layout, PublicIds};
+use serde::Serialize;
+
+struct App {
+    generator: Generator,
+    public_ids: PublicIds,
+}
+
+#[derive(Serialize)]
+struct Event {
+    id: Id,
+}
+
+#[derive(Serialize)]
+struct Order {
+    id: String,
+    created: String,
+}
+
+type Failure = (StatusCode, String);
+
+async fn create_event(State(app): State<Arc<App>>) -> Json<Event> {
+    Json(Event {
+        id: app.generator.next_id_async().await,
+    })
+}
+
+async fn create_order(State(app): State<Arc<App>>) -> Result<Json<Order>, Failure> {
+    let id = app.generator.next_id_async().await;
+    order(&app, id)
+}
+
+async fn show_order(
+    State(app): State<Arc<App>>,
+    Path(public): Path<String>,
+) -> Result<Json<Order>, Failure> {
+    let bad =
+        |e: &dyn std::fmt::Display| (StatusCode::NOT_FOUND, format!("no order {public:?}: {e}"));
+    let public_id = Id::parse_base62(&public).map_err(|e| bad(&e))?;
+    let id = app.public_ids.from_public(public_id).map_err(|e| bad(&e))?;
+    // Any 63-bit number maps back to some ID; a real service now looks it
+    // up. Here, an ID from the future was certainly never issued.
+    if id > app.generator.last_id() {
+        return Err(bad(&"never issued"));
+    }
+    order(&app, id)
+}
+
+fn order(app: &App, id: Id) -> Result<Json<Order>, Failure> {
+    let internal = |e: &dyn std::fmt::Display| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    let public_id = app.public_ids.to_public(id).map_err(|e| internal(&e))?;
+    let decoded = app
+        .generator
+        .layout()
+        .decode(id)
+        .map_err(|e| internal(&e))?;
+    let created = decoded.to_string();
+    let created = created
+        .split_once(' ')
+        .map_or(created.as_str(), |(time, _)| time);
+    Ok(Json(Order {
+        id: public_id.to_base62().to_string(),
+        created: created.to_owned(),
+    }))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let key = match std::env::var("FLAKEID_PUBLIC_KEY") {
+        Ok(hex) if hex.len() == 32 => u128::from_str_radix(&hex, 16)?.to_be_bytes(),
+        Ok(_) => return Err("FLAKEID_PUBLIC_KEY must be 32 hex digits".into()),
+        Err(_) => {
+            eprintln!("FLAKEID_PUBLIC_KEY is not set: using a demo key that is not secret");
+            *b"not a secret key"
+        }
+    };
+    let app = Arc::new(App {
+        generator: Generator::builder(Layout::twitter())
+            .node_field("datacenter", 1)
+            .node_field("worker", 7)
+            .build()?,
+        public_ids: PublicIds::new(key),
+    });
+    let router = Router::new()
+        .route("/events", post(create_event))
+        .route("/orders", post(create_order))
+        .route("/orders/{id}", get(show_order))
+        .with_state(app);
+    let port: u16 = std::env::var("PORT").map_or(Ok(3000), |p| p.parse())?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    eprintln!("listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, router).await?;
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! Waiting without blocking the executor (feature `tokio`): the same
+//! decisions as the blocking calls in `wait.rs`, with `tokio::time::sleep`
+//! where those sleep the thread.
+
+use std::time::Duration;
+
+use tokio::time::{Instant, sleep};
+
+use super::IdBatch;
+use super::atomic::Generator;
+use super::plan::Plan;
+use super::policy::{OnClockBehind, OnExhausted};
+use super::wait::{self, Mode, Reserve};
+use crate::clock::Clock;
+use crate::error::GenerateError;
+use crate::id::Id;
+
+/// The shortest sleep: tokio's timer has millisecond resolution, and a zero
+/// sleep would poll again without giving other tasks a turn.
+const MIN_PAUSE: Duration = Duration::from_millis(1);
+
+/// While a reservation is being saved: about one write.
+const RESERVING_PAUSE: Duration = Duration::from_millis(1);
+
+/// While a lease cannot be proven valid: the keeper reopens the fence after
+/// a fresh claim, which takes a round trip to the store.
+const FENCED_PAUSE: Duration = Duration::from_millis(2);
+
+/// Reserves up to `n` IDs, sleeping on the runtime's timer through the stalls
+/// `mode` waits for.
+async fn reserve_batch<R: Reserve + Sync + ?Sized>(
+    r: &R,
+    n: usize,
+    mode: Mode,
+) -> Result<IdBatch, GenerateError> {
+    let mut behind_since = None;
+    let mut waited = false;
+    loop {
+        let error = match wait::poll_batch(r, n) {
+            Ok(batch) => return Ok(batch),
+            Err(error) => error,
+        };
+        let Some(pause) = pause_for(r.plan(), &error, mode, &mut behind_since) else {
+            return Err(error);
+        };
+        if !waited {
+            waited = true;
+            if let Some(c) = r.counters() {
+                c.record_wait();
+            }
+        }
+        sleep(pause.max(MIN_PAUSE)).await;
+    }
+}
+
+/// How long to sleep before trying again, or `None` if the blocking call in
+/// the same `mode` would return `error` (see `wait::wait`).
+fn pause_for(
+    plan: &Plan,
+    error: &GenerateError,
+    mode: Mode,
+    behind_since: &mut Option<Instant>,
+) -> Option<Duration> {
+    match error {
+        GenerateError::SequenceExhausted { retry_after } => {
+            (plan.on_exhausted != OnExhausted::Error).then_some(*retry_after)
+        }
+        GenerateError::ClockBehind { behind } => {
+            let OnClockBehind::Wait { max } = plan.on_behind else {
+                return None;
+            };
+            // The clock catches up at the rate of real time: a gap wider than
+            // the allowed wait cannot close in time.
+            if *behind > max {
+                return None;
+            }
+            let waited = behind_since.get_or_insert_with(Instant::now).elapsed();
+            let left = max.checked_sub(waited).filter(|left| !left.is_zero())?;
+            Some((*behind).min(left))
+        }
+        GenerateError::Reserving => Some(RESERVING_PAUSE),
+        GenerateError::Storage(_) if mode == Mode::Wait => Some(RESERVING_PAUSE),
+        GenerateError::Fenced if mode == Mode::Wait => Some(FENCED_PAUSE),
+        // Expired, or a report the caller asked for.
+        _ => None,
+    }
+}
+
+/// Async versions of the waiting calls (feature `tokio`).
+///
+/// Each has the semantics of its blocking twin: it returns as soon as an ID
+/// can be issued, waits for what the policies (and the blocking twin) wait
+/// for, and reports or panics on the rest. It waits by sleeping on tokio's
+/// timer, so the executor's thread runs other tasks meanwhile. It needs a
+/// tokio runtime with the time driver enabled (`#[tokio::main]` has it).
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+impl<C: Clock> Generator<C> {
+    /// [`next_id`](Generator::next_id) without blocking the executor: waits
+    /// for the next tick when this one is used up, for the clock under
+    /// `OnClockBehind::Wait`, for a reservation to be saved or storage to
+    /// recover, and for a node-id lease to be renewed.
+    ///
+    /// # Panics
+    ///
+    /// As [`next_id`](Generator::next_id): only where
+    /// [`try_next_id_async`](Generator::try_next_id_async) would return an
+    /// error. Also panics outside a tokio runtime with timers enabled, if it
+    /// has to wait.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// let id = generator.next_id_async().await;
+    /// assert_eq!(generator.layout().decode(id)?.node_id(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn next_id_async(&self) -> Id {
+        self.next_ids_async(1).await.first_id()
+    }
+
+    /// [`try_next_id`](Generator::try_next_id) without blocking the executor:
+    /// waits as the policies say, reports what they report.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_next_id`](Generator::try_next_id):
+    /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`,
+    /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
+    /// `OnClockBehind::Wait` runs out, [`GenerateError::Expired`],
+    /// [`GenerateError::Storage`] and [`GenerateError::Fenced`].
+    ///
+    /// ```
+    /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnExhausted};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(41).sequence(1).build()?;
+    /// let generator = Generator::builder(layout)
+    ///     .clock(ManualClock::new(1_000))
+    ///     .on_exhausted(OnExhausted::Error)
+    ///     .build()?;
+    /// generator.try_next_id_async().await?;
+    /// generator.try_next_id_async().await?;
+    /// // Two IDs per millisecond and a clock that stands still: reported, not awaited.
+    /// assert!(matches!(
+    ///     generator.try_next_id_async().await,
+    ///     Err(GenerateError::SequenceExhausted { .. })
+    /// ));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn try_next_id_async(&self) -> Result<Id, GenerateError> {
+        self.try_next_ids_async(1)
+            .await
+            .map(|batch| batch.first_id())
+    }
+
+    /// [`next_ids`](Generator::next_ids) without blocking the executor: up to
+    /// `n` consecutive IDs (at least one, at most the rest of the tick) for
+    /// one compare-and-swap.
+    ///
+    /// # Panics
+    ///
+    /// As [`next_id_async`](Generator::next_id_async).
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// let mut ids = Vec::with_capacity(10_000);
+    /// while ids.len() < 10_000 {
+    ///     ids.extend(generator.next_ids_async(10_000 - ids.len()).await);
+    /// }
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn next_ids_async(&self, n: usize) -> IdBatch {
+        match reserve_batch(self, n, Mode::Wait).await {
+            Ok(batch) => batch,
+            Err(e) => panic!("flakeid: {e}"),
+        }
+    }
+
+    /// [`try_next_ids`](Generator::try_next_ids) without blocking the executor.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_next_id_async`](Generator::try_next_id_async).
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).build()?;
+    /// let batch = generator.try_next_ids_async(100).await?;
+    /// assert!((1..=100).contains(&batch.len()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn try_next_ids_async(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        reserve_batch(self, n, Mode::Report).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::fence::{Fence, Grant};
+    use crate::layout::Layout;
+
+    const T: u64 = 1_700_000_000_000;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_fenced_generator_waits_for_the_lease_without_blocking_the_executor() {
+        let fence = Arc::new(Fence::new());
+        let layout = Layout::twitter();
+        let mut builder = Generator::builder(layout.clone()).clock(ManualClock::new(T));
+        builder.fence = Some(fence.clone());
+        let generator = builder.build().unwrap();
+        runtime().block_on(async {
+            // Reported at once by the try_ variant, as by try_next_id.
+            assert_eq!(
+                generator.try_next_id_async().await,
+                Err(GenerateError::Fenced)
+            );
+            let opener = {
+                let fence = fence.clone();
+                let node_bits = layout.node_mask_bits(9).unwrap();
+                tokio::spawn(async move {
+                    sleep(Duration::from_millis(20)).await;
+                    fence.open(
+                        Grant {
+                            node_bits,
+                            floor: 0,
+                            rewind: false,
+                        },
+                        u64::MAX,
+                    );
+                })
+            };
+            // The opener runs on this same thread while the ID waits.
+            let id = generator.next_id_async().await;
+            assert!(opener.is_finished());
+            assert_eq!(layout.decode(id).unwrap().node_id(), 9);
+        });
+    }
+
+    #[test]
+    fn storage_and_fence_reports_follow_the_mode() {
+        let generator = Generator::builder(Layout::twitter())
+            .clock(ManualClock::new(T))
+            .build()
+            .unwrap();
+        let plan = Reserve::plan(&generator);
+        let storage = GenerateError::Storage(crate::error::StateError::Truncated);
+        let mut since = None;
+        for (error, wait, report) in [
+            (&GenerateError::Fenced, Some(FENCED_PAUSE), None),
+            (&storage, Some(RESERVING_PAUSE), None),
+            (
+                &GenerateError::Reserving,
+                Some(RESERVING_PAUSE),
+                Some(RESERVING_PAUSE),
+            ),
+            (&GenerateError::Expired { last_ms: 0 }, None, None),
+        ] {
+            assert_eq!(pause_for(plan, error, Mode::Wait, &mut since), wait);
+            assert_eq!(pause_for(plan, error, Mode::Report, &mut since), report);
+        }
+    }
+}

@@ -1,0 +1,735 @@
+//! The string forms of an [`Id`]: decimal, hex, Crockford base32 and base62,
+//! formatted into a stack buffer and parsed back with typed errors.
+//!
+//! | form | alphabet | width | sorts as the number |
+//! |---|---|---|---|
+//! | decimal | `0-9` | 1–20, no padding | no (`"9" > "10"`) |
+//! | hex | `0-9a-f` | 16, zero-padded | yes |
+//! | Crockford base32 | `0-9A-Z` without `I L O U` | 13, zero-padded | yes |
+//! | base62 | `0-9A-Za-z` | 11, zero-padded | yes, in byte order |
+//!
+//! Every padded alphabet is in ASCII order, so for the fixed-width forms
+//! comparing the strings byte by byte (`str`'s `Ord`, SQL's `COLLATE "C"`,
+//! `sort` with `LC_ALL=C`) compares the numbers. Base62 is case-sensitive:
+//! a case-insensitive or locale-aware collation breaks both its order and its
+//! uniqueness.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+
+use crate::error::ParseIdError;
+use crate::id::{Id, char_at};
+
+const DIGITS: &[u8; 10] = b"0123456789";
+const HEX: &[u8; 16] = b"0123456789abcdef";
+/// Douglas Crockford's base32 alphabet: no I, L, O (read as 1, 1, 0) or U.
+const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// The longest form, decimal `u64::MAX`.
+const MAX_LEN: usize = 20;
+
+/// Marks a byte that is not a digit in a decoding table.
+const NOT_A_DIGIT: u8 = u8::MAX;
+
+/// A byte -> digit value table for `alphabet`, optionally also accepting
+/// lowercase for its uppercase letters.
+const fn table(alphabet: &[u8], fold_case: bool) -> [u8; 256] {
+    let mut t = [NOT_A_DIGIT; 256];
+    let mut i = 0;
+    while i < alphabet.len() {
+        let c = alphabet[i];
+        t[c as usize] = i as u8;
+        if fold_case {
+            t[c.to_ascii_lowercase() as usize] = i as u8;
+            t[c.to_ascii_uppercase() as usize] = i as u8;
+        }
+        i += 1;
+    }
+    t
+}
+
+const HEX_TABLE: [u8; 256] = table(HEX, true);
+const BASE62_TABLE: [u8; 256] = table(BASE62, false);
+const CROCKFORD_TABLE: [u8; 256] = {
+    let mut t = table(CROCKFORD, true);
+    // Crockford's decoding rule: letters easily misread as digits are read as
+    // those digits.
+    t[b'I' as usize] = 1;
+    t[b'i' as usize] = 1;
+    t[b'L' as usize] = 1;
+    t[b'l' as usize] = 1;
+    t[b'O' as usize] = 0;
+    t[b'o' as usize] = 0;
+    t
+};
+
+/// A string form of an [`Id`].
+///
+/// The fixed-width forms ([`width`](IdFormat::width) is `Some`) are
+/// zero-padded and their alphabets are in ASCII order, so comparing two
+/// strings byte by byte gives the same answer as comparing the IDs. Decimal
+/// is not padded and does not sort as the number.
+///
+/// ```
+/// use flakeid::{Id, IdFormat};
+///
+/// # fn main() -> Result<(), flakeid::ParseIdError> {
+/// let id = Id::from_u64(175_928_847_299_117_063);
+/// for format in IdFormat::ALL {
+///     let text = format.encode(id);
+///     assert_eq!(format.parse(&text)?, id);
+/// }
+/// assert_eq!(IdFormat::Base62.encode(id), "0Czks0tP37X");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IdFormat {
+    /// Base 10, 1 to 20 digits, no padding: what `Display` and `FromStr` use.
+    Decimal,
+    /// Base 16, 16 lowercase digits, zero-padded. Parsing accepts either case
+    /// and 1 to 16 digits, without a `0x` prefix.
+    Hex,
+    /// Douglas Crockford's base32 (`0-9A-Z` without `I L O U`), 13 uppercase
+    /// characters, zero-padded. Parsing accepts either case, reads `I` and `L`
+    /// as 1 and `O` as 0 (Crockford's rule for misread characters), and takes
+    /// 1 to 13 characters; hyphens are not accepted.
+    Base32,
+    /// Base 62 with the alphabet `0-9A-Za-z` in ASCII order, 11 characters,
+    /// zero-padded: the shortest URL-safe form. Case-sensitive.
+    Base62,
+}
+
+impl IdFormat {
+    /// Every form, in the order listed.
+    ///
+    /// ```
+    /// use flakeid::IdFormat;
+    ///
+    /// let names: Vec<&str> = IdFormat::ALL.iter().map(|f| f.name()).collect();
+    /// assert_eq!(names, ["decimal", "hex", "base32", "base62"]);
+    /// ```
+    pub const ALL: [IdFormat; 4] = [
+        IdFormat::Decimal,
+        IdFormat::Hex,
+        IdFormat::Base32,
+        IdFormat::Base62,
+    ];
+
+    /// The form's lowercase name: `decimal`, `hex`, `base32`, `base62`.
+    ///
+    /// ```
+    /// use flakeid::IdFormat;
+    ///
+    /// assert_eq!(IdFormat::Base32.name(), "base32");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            IdFormat::Decimal => "decimal",
+            IdFormat::Hex => "hex",
+            IdFormat::Base32 => "base32",
+            IdFormat::Base62 => "base62",
+        }
+    }
+
+    /// The fixed width of the formatted string, or `None` for decimal, whose
+    /// width varies. The fixed-width forms sort as the numbers do.
+    ///
+    /// ```
+    /// use flakeid::{Id, IdFormat};
+    ///
+    /// assert_eq!(IdFormat::Base62.width(), Some(11));
+    /// assert_eq!(IdFormat::Decimal.width(), None);
+    /// let (a, b) = (Id::from_u64(9), Id::from_u64(10));
+    /// assert!(IdFormat::Base62.encode(a) < IdFormat::Base62.encode(b));
+    /// assert!(IdFormat::Decimal.encode(a) > IdFormat::Decimal.encode(b));
+    /// ```
+    pub const fn width(self) -> Option<usize> {
+        match self {
+            IdFormat::Decimal => None,
+            _ => Some(self.max_len()),
+        }
+    }
+
+    /// The most characters the form takes (and, for the fixed-width forms,
+    /// the most parsing accepts).
+    ///
+    /// ```
+    /// use flakeid::IdFormat;
+    ///
+    /// assert_eq!(IdFormat::Decimal.max_len(), 20);
+    /// assert_eq!(IdFormat::Base32.max_len(), 13);
+    /// ```
+    pub const fn max_len(self) -> usize {
+        match self {
+            IdFormat::Decimal => MAX_LEN,
+            IdFormat::Hex => 16,
+            IdFormat::Base32 => 13,
+            IdFormat::Base62 => 11,
+        }
+    }
+
+    /// Formats `id` in this form, into a stack buffer (no allocation).
+    ///
+    /// ```
+    /// use flakeid::{Id, IdFormat};
+    ///
+    /// let id = Id::from_u64(175_928_847_299_117_063);
+    /// assert_eq!(IdFormat::Hex.encode(id), "0271065ac1020007");
+    /// assert_eq!(IdFormat::Base32.encode(id), "04W86BB0G4007");
+    /// ```
+    pub const fn encode(self, id: Id) -> IdString {
+        // A constant radix per form turns the divisions into multiplications.
+        match self {
+            IdFormat::Decimal => encode::<10>(DIGITS, id.to_u64(), 1),
+            IdFormat::Hex => encode::<16>(HEX, id.to_u64(), 16),
+            IdFormat::Base32 => encode::<32>(CROCKFORD, id.to_u64(), 13),
+            IdFormat::Base62 => encode::<62>(BASE62, id.to_u64(), 11),
+        }
+    }
+
+    /// Parses a string in this form.
+    ///
+    /// Leading zeros may be left out of the fixed-width forms: `"7"` is a
+    /// valid base62 ID. Decimal is parsed exactly as `str::parse::<Id>()`
+    /// does, which accepts any number of leading zeros.
+    ///
+    /// # Errors
+    ///
+    /// [`ParseIdError::Empty`] for an empty string,
+    /// [`ParseIdError::TooLong`] for more characters than
+    /// [`max_len`](IdFormat::max_len) (fixed-width forms only),
+    /// [`ParseIdError::InvalidCharacter`]
+    /// with the first character that is not a digit of the form and its
+    /// position, and [`ParseIdError::Overflow`] for a value above 2^64 − 1.
+    ///
+    /// ```
+    /// use flakeid::{Id, IdFormat, ParseIdError};
+    ///
+    /// assert_eq!(IdFormat::Base32.parse("04w86bb0g4007"), Ok(Id::from_u64(175_928_847_299_117_063)));
+    /// assert_eq!(
+    ///     IdFormat::Base32.parse("04U"),
+    ///     Err(ParseIdError::InvalidCharacter { position: 2, character: 'U' })
+    /// );
+    /// assert_eq!(IdFormat::Base62.parse("M0000000000"), Err(ParseIdError::Overflow));
+    /// assert_eq!(
+    ///     IdFormat::Hex.parse("00000000000000001"),
+    ///     Err(ParseIdError::TooLong { length: 17, max: 16 })
+    /// );
+    /// ```
+    pub const fn parse(self, s: &str) -> Result<Id, ParseIdError> {
+        if let IdFormat::Decimal = self {
+            return Id::parse_decimal(s);
+        }
+        let bytes = s.as_bytes();
+        if bytes.is_empty() {
+            return Err(ParseIdError::Empty);
+        }
+        let max = self.max_len();
+        if bytes.len() > max {
+            let length = char_count(bytes);
+            // A multi-byte character makes the byte length overstate; such a
+            // string is reported for that character below.
+            if length > max {
+                return Err(ParseIdError::TooLong { length, max });
+            }
+        }
+        match self {
+            IdFormat::Decimal => Id::parse_decimal(s),
+            IdFormat::Hex => parse::<16>(s, &HEX_TABLE),
+            IdFormat::Base32 => parse::<32>(s, &CROCKFORD_TABLE),
+            IdFormat::Base62 => parse::<62>(s, &BASE62_TABLE),
+        }
+    }
+}
+
+/// Digits of `value` in base `RADIX`, right-aligned, at least `min_width` of
+/// them (padded with the zero digit).
+const fn encode<const RADIX: u64>(alphabet: &[u8], mut value: u64, min_width: usize) -> IdString {
+    let mut buf = [0u8; MAX_LEN];
+    let mut start = MAX_LEN;
+    while start > MAX_LEN - min_width || value != 0 {
+        start -= 1;
+        buf[start] = alphabet[(value % RADIX) as usize];
+        value /= RADIX;
+    }
+    IdString {
+        buf,
+        start: start as u8,
+    }
+}
+
+/// Reads the digits of `s` (already checked to be non-empty and short
+/// enough) through `table`.
+const fn parse<const RADIX: u64>(s: &str, table: &[u8; 256]) -> Result<Id, ParseIdError> {
+    let bytes = s.as_bytes();
+    let mut value: u64 = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let digit = table[bytes[i] as usize];
+        if digit == NOT_A_DIGIT {
+            // Every byte before `i` is an ASCII digit, so `i` starts a character.
+            return Err(ParseIdError::InvalidCharacter {
+                position: i,
+                character: char_at(s, i),
+            });
+        }
+        value = match value.checked_mul(RADIX) {
+            Some(v) => match v.checked_add(digit as u64) {
+                Some(v) => v,
+                None => return Err(ParseIdError::Overflow),
+            },
+            None => return Err(ParseIdError::Overflow),
+        };
+        i += 1;
+    }
+    Ok(Id::from_u64(value))
+}
+
+impl fmt::Display for IdFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// The characters of UTF-8 `bytes` (counts bytes that do not continue a character).
+const fn char_count(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] & 0xC0 != 0x80 {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// An [`Id`] in one of its string forms, held in a 20-byte stack buffer: no
+/// allocation. Use it as a `&str` (it derefs to one) or print it.
+///
+/// Equality, order and hashing are those of the string.
+///
+/// ```
+/// use flakeid::Id;
+///
+/// let id = Id::from_u64(175_928_847_299_117_063);
+/// let text = id.to_base62();
+/// assert_eq!(text.as_str(), "0Czks0tP37X");
+/// assert_eq!(text.len(), 11);
+/// assert_eq!(format!("/orders/{text}"), "/orders/0Czks0tP37X");
+/// ```
+#[derive(Clone, Copy)]
+pub struct IdString {
+    buf: [u8; MAX_LEN],
+    /// The text is `buf[start..]`, ASCII.
+    start: u8,
+}
+
+impl IdString {
+    /// The text.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// assert_eq!(Id::from_u64(255).to_hex().as_str(), "00000000000000ff");
+    /// ```
+    pub fn as_str(&self) -> &str {
+        // Only `IdFormat::encode` builds one, from ASCII alphabets.
+        std::str::from_utf8(&self.buf[self.start as usize..]).unwrap_or_default()
+    }
+}
+
+impl Deref for IdString {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for IdString {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for IdString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl fmt::Debug for IdString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for IdString {
+    fn eq(&self, other: &IdString) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for IdString {}
+
+impl PartialOrd for IdString {
+    fn partial_cmp(&self, other: &IdString) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for IdString {
+    fn cmp(&self, other: &IdString) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Hash for IdString {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialEq<str> for IdString {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for IdString {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<IdString> for &str {
+    fn eq(&self, other: &IdString) -> bool {
+        *self == other.as_str()
+    }
+}
+
+/// The string forms; see [`IdFormat`] for widths and order.
+impl Id {
+    /// The 11-character base62 form (`0-9A-Za-z`), zero-padded so it sorts
+    /// as the number in byte order. The shortest URL-safe form.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// # fn main() -> Result<(), flakeid::ParseIdError> {
+    /// let id = Id::from_u64(175_928_847_299_117_063);
+    /// assert_eq!(id.to_base62(), "0Czks0tP37X");
+    /// assert_eq!(Id::parse_base62(&id.to_base62())?, id);
+    /// assert_eq!(Id::MAX.to_base62(), "LygHa16AHYF");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub const fn to_base62(self) -> IdString {
+        IdFormat::Base62.encode(self)
+    }
+
+    /// The 13-character Crockford base32 form, uppercase and zero-padded, so
+    /// it sorts as the number.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// # fn main() -> Result<(), flakeid::ParseIdError> {
+    /// let id = Id::from_u64(175_928_847_299_117_063);
+    /// assert_eq!(id.to_base32(), "04W86BB0G4007");
+    /// assert_eq!(Id::parse_base32("04w86bb0g4oo7")?, id); // any case; O reads as 0
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub const fn to_base32(self) -> IdString {
+        IdFormat::Base32.encode(self)
+    }
+
+    /// The 16-digit lowercase hex form, zero-padded so it sorts as the
+    /// number (unlike `{:x}`, which drops leading zeros).
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// let id = Id::from_u64(175_928_847_299_117_063);
+    /// assert_eq!(id.to_hex(), "0271065ac1020007");
+    /// assert_eq!(format!("{id:x}"), "271065ac1020007");
+    /// ```
+    pub const fn to_hex(self) -> IdString {
+        IdFormat::Hex.encode(self)
+    }
+
+    /// Parses the base62 form (1 to 11 characters of `0-9A-Za-z`; case matters).
+    ///
+    /// # Errors
+    ///
+    /// As [`IdFormat::parse`].
+    ///
+    /// ```
+    /// use flakeid::{Id, ParseIdError};
+    ///
+    /// assert_eq!(Id::parse_base62("0Czks0tP37X"), Ok(Id::from_u64(175_928_847_299_117_063)));
+    /// assert_eq!(
+    ///     Id::parse_base62("0Czk-0tP37X"),
+    ///     Err(ParseIdError::InvalidCharacter { position: 4, character: '-' })
+    /// );
+    /// ```
+    pub const fn parse_base62(s: &str) -> Result<Id, ParseIdError> {
+        IdFormat::Base62.parse(s)
+    }
+
+    /// Parses the Crockford base32 form (1 to 13 characters, any case; `I`
+    /// and `L` read as 1, `O` as 0).
+    ///
+    /// # Errors
+    ///
+    /// As [`IdFormat::parse`].
+    ///
+    /// ```
+    /// use flakeid::{Id, ParseIdError};
+    ///
+    /// assert_eq!(Id::parse_base32("04W86BB0G4007"), Ok(Id::from_u64(175_928_847_299_117_063)));
+    /// assert_eq!(Id::parse_base32("G000000000000"), Err(ParseIdError::Overflow));
+    /// ```
+    pub const fn parse_base32(s: &str) -> Result<Id, ParseIdError> {
+        IdFormat::Base32.parse(s)
+    }
+
+    /// Parses the hex form (1 to 16 digits, any case, no `0x`).
+    ///
+    /// # Errors
+    ///
+    /// As [`IdFormat::parse`].
+    ///
+    /// ```
+    /// use flakeid::{Id, ParseIdError};
+    ///
+    /// assert_eq!(Id::parse_hex("271065AC1020007"), Ok(Id::from_u64(175_928_847_299_117_063)));
+    /// assert_eq!(Id::parse_hex(""), Err(ParseIdError::Empty));
+    /// ```
+    pub const fn parse_hex(s: &str) -> Result<Id, ParseIdError> {
+        IdFormat::Hex.parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SplitMix64, for reproducible test values without a dependency.
+    fn values(n: usize) -> impl Iterator<Item = u64> {
+        let mut z = 0x1234_5678_9abc_def0_u64;
+        let edges = [0, 1, 9, 10, 61, 62, 63, 1 << 53, i64::MAX as u64, u64::MAX];
+        edges.into_iter().chain((0..n).map(move |_| {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            // Vary the magnitude too, so short numbers are exercised.
+            (x ^ (x >> 31)) >> (x % 64)
+        }))
+    }
+
+    #[test]
+    fn every_form_round_trips() {
+        let n = if cfg!(miri) { 50 } else { 20_000 };
+        for v in values(n) {
+            let id = Id::from_u64(v);
+            for format in IdFormat::ALL {
+                let text = format.encode(id);
+                assert_eq!(format.parse(&text), Ok(id), "{format} {text}");
+                if let Some(width) = format.width() {
+                    assert_eq!(text.len(), width, "{format} {text}");
+                }
+            }
+            assert_eq!(IdFormat::Decimal.encode(id), id.to_string().as_str());
+            assert_eq!(id.to_hex(), format!("{v:016x}").as_str());
+        }
+    }
+
+    #[test]
+    fn fixed_width_forms_sort_as_the_numbers() {
+        let n = if cfg!(miri) { 50 } else { 5_000 };
+        let ids: Vec<u64> = values(n).collect();
+        for pair in ids.windows(2) {
+            let (a, b) = (Id::from_u64(pair[0]), Id::from_u64(pair[1]));
+            for format in [IdFormat::Hex, IdFormat::Base32, IdFormat::Base62] {
+                assert_eq!(
+                    a.cmp(&b),
+                    format.encode(a).cmp(&format.encode(b)),
+                    "{format}: {a:?} vs {b:?}"
+                );
+            }
+        }
+        // Decimal does not, which is why it is not listed as fixed width.
+        let (nine, ten) = (Id::from_u64(9), Id::from_u64(10));
+        assert!(IdFormat::Decimal.encode(nine) > IdFormat::Decimal.encode(ten));
+    }
+
+    #[test]
+    fn alphabets_are_in_ascii_order() {
+        let alphabets: [&[u8]; 4] = [DIGITS, HEX, CROCKFORD, BASE62];
+        for alphabet in alphabets {
+            assert!(alphabet.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    #[test]
+    fn known_values_match_other_implementations() {
+        let id = Id::from_u64(175_928_847_299_117_063);
+        // `printf '%016x'`, and the ULID crate's Crockford alphabet.
+        assert_eq!(id.to_hex(), "0271065ac1020007");
+        assert_eq!(Id::from_u64(31).to_base32(), "000000000000Z");
+        assert_eq!(Id::from_u64(32).to_base32(), "0000000000010");
+        assert_eq!(Id::MAX.to_base32(), "FZZZZZZZZZZZZ");
+        assert_eq!(Id::from_u64(61).to_base62(), "0000000000z");
+        assert_eq!(Id::from_u64(62).to_base62(), "00000000010");
+        assert_eq!(Id::MIN.to_base62(), "00000000000");
+        assert_eq!(IdFormat::Decimal.encode(Id::MIN), "0");
+        assert_eq!(IdFormat::Decimal.encode(Id::MAX), "18446744073709551615");
+    }
+
+    #[test]
+    fn parse_names_what_is_wrong() {
+        use ParseIdError::*;
+        for format in IdFormat::ALL {
+            assert_eq!(format.parse(""), Err(Empty), "{format}");
+            assert_eq!(
+                format.parse(&"0".repeat(format.max_len())),
+                Ok(Id::MIN),
+                "{format}"
+            );
+        }
+        // Decimal is FromStr: leading zeros are fine, and a number too large
+        // is an overflow however it is written.
+        assert_eq!(IdFormat::Decimal.parse(&"0".repeat(40)), Ok(Id::MIN));
+        assert_eq!(IdFormat::Decimal.parse(&"9".repeat(40)), Err(Overflow));
+        for format in [IdFormat::Hex, IdFormat::Base32, IdFormat::Base62] {
+            let long = "0".repeat(format.max_len() + 1);
+            assert_eq!(
+                format.parse(&long),
+                Err(TooLong {
+                    length: format.max_len() + 1,
+                    max: format.max_len()
+                }),
+                "{format}"
+            );
+        }
+        for format in IdFormat::ALL {
+            assert_eq!(
+                format.parse("1 2"),
+                Err(InvalidCharacter {
+                    position: 1,
+                    character: ' '
+                }),
+                "{format}"
+            );
+            assert_eq!(
+                format.parse("12é"),
+                Err(InvalidCharacter {
+                    position: 2,
+                    character: 'é'
+                }),
+                "{format}"
+            );
+        }
+        // One past the largest value of each fixed-width form.
+        assert_eq!(Id::parse_hex("ffffffffffffffff"), Ok(Id::MAX));
+        assert_eq!(Id::parse_base32("FZZZZZZZZZZZZ"), Ok(Id::MAX));
+        assert_eq!(Id::parse_base32("G000000000000"), Err(Overflow));
+        assert_eq!(Id::parse_base62("LygHa16AHYF"), Ok(Id::MAX));
+        assert_eq!(Id::parse_base62("LygHa16AHYG"), Err(Overflow));
+        assert_eq!(Id::parse_base62("zzzzzzzzzzz"), Err(Overflow));
+        // Multi-byte characters count as one each for the length check.
+        assert_eq!(
+            Id::parse_base62("ééééé"),
+            Err(InvalidCharacter {
+                position: 0,
+                character: 'é'
+            })
+        );
+        assert_eq!(
+            Id::parse_base62("éééééééééééé"),
+            Err(TooLong {
+                length: 12,
+                max: 11
+            })
+        );
+        // Each form's own refusals.
+        assert_eq!(
+            Id::parse_hex("0x10"),
+            Err(InvalidCharacter {
+                position: 1,
+                character: 'x'
+            })
+        );
+        assert_eq!(
+            Id::parse_base32("0U"),
+            Err(InvalidCharacter {
+                position: 1,
+                character: 'U'
+            })
+        );
+        assert_eq!(
+            Id::parse_base32("0-1"),
+            Err(InvalidCharacter {
+                position: 1,
+                character: '-'
+            })
+        );
+        assert_eq!(
+            Id::parse_base62("_"),
+            Err(InvalidCharacter {
+                position: 0,
+                character: '_'
+            })
+        );
+        assert_eq!(
+            IdFormat::Decimal.parse("ab"),
+            Err(InvalidCharacter {
+                position: 0,
+                character: 'a'
+            })
+        );
+    }
+
+    #[test]
+    fn base32_reads_case_and_misread_letters_as_crockford_says() {
+        assert_eq!(Id::parse_base32("z"), Ok(Id::from_u64(31)));
+        assert_eq!(Id::parse_base32("Z"), Ok(Id::from_u64(31)));
+        for one in ["1", "i", "I", "l", "L"] {
+            assert_eq!(Id::parse_base32(one), Ok(Id::from_u64(1)), "{one}");
+        }
+        for zero in ["0", "o", "O"] {
+            assert_eq!(Id::parse_base32(zero), Ok(Id::MIN), "{zero}");
+        }
+        assert_eq!(Id::parse_hex("DeadBeef"), Ok(Id::from_u64(0xdead_beef)));
+        // Base62 is case-sensitive: a and A are different digits.
+        assert_ne!(Id::parse_base62("a"), Id::parse_base62("A"));
+    }
+
+    #[test]
+    fn id_string_is_a_small_copy_value_that_pads_like_a_str() {
+        fn assert_copy_send_sync<T: Copy + Send + Sync>() {}
+        assert_copy_send_sync::<IdString>();
+        assert!(std::mem::size_of::<IdString>() <= 24);
+        let text = Id::from_u64(62).to_base62();
+        assert_eq!(format!("[{text:>13}]"), "[  00000000010]");
+        assert_eq!(format!("{text:?}"), "\"00000000010\"");
+        assert_eq!(&*text, "00000000010");
+    }
+
+    #[test]
+    fn parsing_works_in_const_context() {
+        const ID: Id = match Id::parse_base62("0Czks0tP37X") {
+            Ok(id) => id,
+            Err(_) => Id::MIN,
+        };
+        assert_eq!(ID.to_u64(), 175_928_847_299_117_063);
+    }
+}

@@ -1,0 +1,175 @@
+//! serde support for [`Id`] (feature `serde`).
+//!
+//! | format kind | `Id` is written as | `Id` is read from |
+//! |---|---|---|
+//! | human-readable (JSON, YAML, TOML, ...) | a decimal string, `"175928847299117063"` | a decimal string, or a non-negative integer |
+//! | binary (CBOR, postcard, bincode, ...) | an unsigned 64-bit integer | an unsigned integer |
+//!
+//! Human-readable formats get a string because their most common reader,
+//! JavaScript, holds integers exactly only up to 2^53 − 1: a Snowflake ID
+//! sent as a JSON number comes back rounded (`175928847299117063` parses as
+//! `175928847299117060`). Reading also accepts an integer because Rust, Go
+//! and Java services often send one; an integer a JavaScript program wrote
+//! may already be rounded, so have such producers send strings. Strings are
+//! decimal only: hex, base32 and base62 strings are refused rather than
+//! guessed at. Use [`as_u64`] where a field must be a number in every format.
+//!
+//! ```
+//! use flakeid::Id;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Order {
+//!     id: Id,
+//!     #[serde(with = "flakeid::serde::as_u64")]
+//!     internal_id: Id,
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let order = Order { id: Id::from_u64(175928847299117063), internal_id: Id::from_u64(7) };
+//! let json = serde_json::to_string(&order)?;
+//! assert_eq!(json, r#"{"id":"175928847299117063","internal_id":7}"#);
+//! let back: Order = serde_json::from_str(r#"{"id":175928847299117063,"internal_id":7}"#)?;
+//! assert_eq!(back.id, order.id);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+
+use ::serde::de::{self, Deserialize, Deserializer, Unexpected, Visitor};
+use ::serde::ser::{Serialize, Serializer};
+
+use crate::id::Id;
+use crate::id_string::IdFormat;
+
+/// A decimal string in human-readable formats, a `u64` in binary ones.
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.serialize_str(&IdFormat::Decimal.encode(*self))
+        } else {
+            serializer.serialize_u64(self.to_u64())
+        }
+    }
+}
+
+/// A decimal string or a non-negative integer; see the [module docs](self).
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Id, D::Error> {
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_any(IdVisitor)
+        } else {
+            deserializer.deserialize_u64(IdVisitor)
+        }
+    }
+}
+
+/// Accepts a non-negative integer or a decimal string.
+struct IdVisitor;
+
+impl Visitor<'_> for IdVisitor {
+    type Value = Id;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an id: a decimal string or an integer in 0..=18446744073709551615")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+        Ok(Id::from_u64(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+        u64::try_from(v)
+            .map(Id::from_u64)
+            .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Id, E> {
+        u64::try_from(v)
+            .map(Id::from_u64)
+            .map_err(|_| E::custom(format_args!("id {v} is larger than 2^64 - 1")))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Id, E> {
+        u64::try_from(v).map(Id::from_u64).map_err(|_| {
+            E::custom(format_args!(
+                "integer {v} is not an id (0..=18446744073709551615)"
+            ))
+        })
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+        Id::parse_decimal(v).map_err(|e| E::custom(format_args!("invalid id {v:?}: {e}")))
+    }
+}
+
+/// Writes an [`Id`] as an unsigned 64-bit integer in every format, JSON
+/// included; for `#[serde(with = "flakeid::serde::as_u64")]`.
+///
+/// Reading takes an unsigned integer. Only for readers that hold 64-bit integers exactly:
+/// not JavaScript, unless the layout keeps IDs below 2^53
+/// ([`Layout::js_safe`](crate::Layout::js_safe)).
+///
+/// ```
+/// use flakeid::Id;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Debug, PartialEq, Serialize, Deserialize)]
+/// struct Row {
+///     #[serde(with = "flakeid::serde::as_u64")]
+///     id: Id,
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let row = Row { id: Id::from_u64(175928847299117063) };
+/// let json = serde_json::to_string(&row)?;
+/// assert_eq!(json, r#"{"id":175928847299117063}"#);
+/// assert_eq!(serde_json::from_str::<Row>(&json)?, row);
+/// # Ok(())
+/// # }
+/// ```
+pub mod as_u64 {
+    use super::{Deserializer, Id, IdVisitor, Serializer};
+
+    /// Writes `id` as a `u64`.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the serializer reports.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// # fn main() -> Result<(), serde_json::Error> {
+    /// let mut out = Vec::new();
+    /// flakeid::serde::as_u64::serialize(&Id::from_u64(42), &mut serde_json::Serializer::new(&mut out))?;
+    /// assert_eq!(out, b"42");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn serialize<S: Serializer>(id: &Id, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(id.to_u64())
+    }
+
+    /// Reads an [`Id`] from a `u64`.
+    ///
+    /// # Errors
+    ///
+    /// The deserializer's error for anything but a non-negative integer
+    /// below 2^64.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// # fn main() -> Result<(), serde_json::Error> {
+    /// let id = flakeid::serde::as_u64::deserialize(&mut serde_json::Deserializer::from_str("42"))?;
+    /// assert_eq!(id, Id::from_u64(42));
+    /// assert!(flakeid::serde::as_u64::deserialize(&mut serde_json::Deserializer::from_str("-1")).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Id, D::Error> {
+        deserializer.deserialize_u64(IdVisitor)
+    }
+}

@@ -1,0 +1,318 @@
+//! The `flakeid` command, run as a real process: what it prints, what it
+//! refuses, and its exit codes.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use flakeid::{Id, IdFormat, Layout, PublicIds};
+
+const KEY: &str = "000102030405060708090a0b0c0d0e0f";
+
+fn flakeid(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flakeid"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn flakeid_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakeid"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+/// A refusal: a message on stderr, a non-zero exit code, and no panic.
+fn assert_refused(out: &Output, says: &str) {
+    let err = stderr(out);
+    assert!(!out.status.success(), "accepted; stderr: {err}");
+    assert!(err.contains(says), "expected {says:?} in: {err}");
+    assert!(!err.contains("panicked"), "panicked: {err}");
+}
+
+#[test]
+fn decode_shows_the_time_and_fields_of_the_discord_example() {
+    let out = flakeid(&["decode", "--layout", "discord", "175928847299117063"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "175928847299117063 2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7\n"
+    );
+}
+
+#[test]
+fn decode_reads_every_string_form_and_says_which_it_read() {
+    let id = Id::from_u64(175_928_847_299_117_063);
+    let mut args = vec!["decode".to_string(), "--layout".into(), "discord".into()];
+    for format in IdFormat::ALL {
+        args.push(format.encode(id).to_string());
+    }
+    args.push("0x271065AC1020007".into());
+    args.push("04w86bb0g4oo7".into()); // lowercase, O for 0
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = flakeid(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 6);
+    for line in &lines {
+        assert!(
+            line.starts_with(
+                "175928847299117063 2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7"
+            ),
+            "{line}"
+        );
+    }
+    assert!(lines[1].ends_with("(hex 0271065ac1020007)"), "{}", lines[1]);
+    assert!(lines[2].ends_with("(base32 04W86BB0G4007)"), "{}", lines[2]);
+    assert!(lines[3].ends_with("(base62 0Czks0tP37X)"), "{}", lines[3]);
+}
+
+#[test]
+fn decode_json_has_every_part_and_a_javascript_safe_id() {
+    let out = flakeid(&[
+        "decode",
+        "--json",
+        "--layout",
+        "epoch=1600000000000 fields=timestamp:41,clock_id:4,machine:8,sequence:10",
+        "--format",
+        "hex",
+        "00001117000c3c07",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let layout = Layout::builder()
+        .epoch_ms(1_600_000_000_000)
+        .timestamp_bits(41)
+        .clock_id(4)
+        .node("machine", 8)
+        .sequence(10)
+        .build()
+        .unwrap();
+    let expected = layout
+        .decode(Id::parse_hex("00001117000c3c07").unwrap())
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(json["id"], expected.id().to_string());
+    assert_eq!(json["form"], "hex");
+    assert_eq!(json["unix_ms"], expected.unix_ms());
+    assert_eq!(json["time"], "2020-09-13T13:41:20.000Z");
+    assert_eq!(json["clock_id"], expected.clock_id());
+    assert_eq!(
+        json["fields"]["machine"],
+        expected.field("machine").unwrap()
+    );
+    assert_eq!(json["sequence"], expected.sequence());
+    assert_eq!(expected.clock_id(), 3);
+    assert_eq!(expected.sequence(), 7);
+    assert_eq!(expected.field("machine"), Some(15));
+}
+
+#[test]
+fn gen_makes_unique_ordered_ids_for_the_node_in_the_format_asked() {
+    let out = flakeid(&[
+        "gen",
+        "-n",
+        "5000",
+        "--layout",
+        "discord",
+        "--node-field",
+        "worker=3",
+        "--node-field",
+        "process=1",
+        "--format",
+        "base62",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5000);
+    // Fixed width and sorted as text because sorted as numbers.
+    assert!(lines.iter().all(|l| l.len() == 11));
+    assert!(lines.windows(2).all(|w| w[0] < w[1]));
+    let layout = Layout::discord();
+    for line in lines {
+        let decoded = layout.decode(Id::parse_base62(line).unwrap()).unwrap();
+        assert_eq!(decoded.field("worker"), Some(3));
+        assert_eq!(decoded.field("process"), Some(1));
+    }
+}
+
+#[test]
+fn public_ids_from_gen_decode_back_with_the_key() {
+    let out = flakeid(&["gen", "-n", "50", "--node", "9", "--public-key", KEY]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let public_ids = stdout(&out);
+    let key: [u8; 16] = std::array::from_fn(|i| i as u8);
+    let permutation = PublicIds::new(key);
+    let internal: Vec<Id> = public_ids
+        .lines()
+        .map(|l| permutation.from_public(l.parse().unwrap()).unwrap())
+        .collect();
+    assert!(
+        internal.windows(2).all(|w| w[0] < w[1]),
+        "the IDs behind them are ordered"
+    );
+    let decoded = flakeid_with_stdin(&["decode", "--public-key", KEY], &public_ids);
+    assert!(decoded.status.success(), "{}", stderr(&decoded));
+    let decoded = stdout(&decoded);
+    assert_eq!(decoded.lines().count(), 50);
+    for (line, id) in decoded.lines().zip(&internal) {
+        assert!(line.starts_with(&format!("{id} ")), "{line}");
+        assert!(line.contains(" worker=9 "), "{line}");
+        assert!(line.contains("(public id "), "{line}");
+    }
+}
+
+#[test]
+fn decode_reads_ids_from_standard_input_and_reports_each_bad_one() {
+    let out = flakeid_with_stdin(
+        &["decode", "--layout", "discord"],
+        "175928847299117063 12a4\n\n0Czks0tP37X   zzz 18446744073709551616\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out).lines().count(), 2);
+    let err = stderr(&out);
+    assert!(err.contains("\"12a4\""), "{err}");
+    assert!(err.contains("pass --format"), "{err}");
+    assert!(err.contains("larger than 2^64 - 1"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_arguments_get_a_message_and_a_non_zero_exit() {
+    for (args, says) in [
+        (vec!["frobnicate"], "unrecognized subcommand"),
+        (vec!["gen", "--layout", "tweeter"], "unknown layout"),
+        (vec!["gen", "-n", "-3"], "-3"),
+        (
+            vec!["gen", "--node", "5000"],
+            "node 5000 is out of range (0..=1023)",
+        ),
+        (vec!["gen", "--node-field", "rack=1"], "no field `rack`"),
+        (vec!["gen", "--node-field", "worker"], "NAME=VALUE"),
+        (vec!["gen", "--format", "base64"], "base64"),
+        (vec!["gen", "--public-key", "abc"], "32 hex digits"),
+        (
+            vec!["decode", "--layout", "discord", "--format", "base32", "04U"],
+            "invalid character 'U' at position 2",
+        ),
+        (
+            vec!["decode", "--layout", "js-safe", "175928847299117063"],
+            "sets bits above the layout's 53",
+        ),
+        (
+            vec!["decode", "--public-key", KEY, "9223372036854775808"],
+            "outside the 63-bit public-id domain",
+        ),
+        (
+            vec![
+                "decode",
+                "--layout",
+                "epoch=0 fields=timestamp:41,worker:30,sequence:12",
+                "1",
+            ],
+            "more than the 64",
+        ),
+        (vec!["bench", "--threads", "0"], "0"),
+        (vec!["bench", "--threads", "1,x"], "x"),
+        (vec!["bench", "--duration", "forever"], "not a duration"),
+        (vec!["bench", "--duration", "0s"], "outside 1ms"),
+    ] {
+        let out = flakeid(&args);
+        assert_refused(&out, says);
+    }
+}
+
+#[test]
+fn a_layout_past_its_end_is_an_error_not_a_panic() {
+    // 10 bits of ms from 2020 ended a second after it began.
+    let out = flakeid(&[
+        "gen",
+        "--layout",
+        "epoch=1600000000000 fields=timestamp:10,sequence:4",
+    ]);
+    assert_refused(&out, "past the layout's last instant");
+}
+
+#[test]
+fn bench_prints_the_table_progress_and_chart() {
+    let dir = std::env::temp_dir().join(format!("flakeid-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("bench.svg");
+    let out = flakeid(&[
+        "bench",
+        "--threads",
+        "1,2",
+        "--duration",
+        "100ms",
+        "--check",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(rows[0].contains("lock-free (M IDs/s)"));
+    for (row, threads) in rows[1..].iter().zip(["1", "2"]) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[1], threads);
+        for cell in &cells[2..4] {
+            let rate: f64 = cell.parse().unwrap();
+            assert!(rate > 0.0, "{row}");
+        }
+    }
+    let err = stderr(&out);
+    assert!(err.contains("lock-free, 2 threads:"), "{err}");
+    assert!(err.contains("all unique"), "{err}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(chart.matches("<polyline").count(), 2);
+    assert!(chart.contains(">lock-free<") && chart.contains(">mutex<"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let unwritable = flakeid(&[
+        "bench",
+        "--threads",
+        "1",
+        "--duration",
+        "10ms",
+        "--svg",
+        "/nonexistent/dir/x.svg",
+    ]);
+    assert_refused(
+        &unwritable,
+        "cannot write the chart to /nonexistent/dir/x.svg",
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_gen_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakeid"))
+        .args(["gen", "-n", "100000000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
