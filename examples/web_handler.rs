@@ -79,13 +79,9 @@ fn order(app: &App, id: Id) -> Result<Json<Order>, Failure> {
         .layout()
         .decode(id)
         .map_err(|e| internal(&e))?;
-    let created = decoded.to_string();
-    let created = created
-        .split_once(' ')
-        .map_or(created.as_str(), |(time, _)| time);
     Ok(Json(Order {
         id: public_id.to_base62().to_string(),
-        created: created.to_owned(),
+        created: decoded.rfc3339().to_string(),
     }))
 }
 

@@ -714,6 +714,23 @@ impl<'a> Decoded<'a> {
         UNIX_EPOCH + Duration::from_millis(self.unix_ms())
     }
 
+    /// When the ID's tick started, in RFC 3339 (UTC, milliseconds), without
+    /// allocating: the first word of the `Display` output.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode("175928847299117063".parse()?)?;
+    /// assert_eq!(decoded.rfc3339().to_string(), "2016-04-30T11:18:25.796Z");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn rfc3339(&self) -> impl fmt::Display + use<> {
+        Rfc3339(self.unix_ms())
+    }
+
     /// The node id (all node fields as one number).
     pub fn node_id(&self) -> u64 {
         self.parts.node
@@ -738,6 +755,15 @@ impl<'a> Decoded<'a> {
     /// The clock id (0 without a clock-id field).
     pub fn clock_id(&self) -> u64 {
         self.parts.clock_id
+    }
+}
+
+/// Unix milliseconds, displayed in RFC 3339.
+struct Rfc3339(u64);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        rfc3339::write(f, self.0)
     }
 }
 

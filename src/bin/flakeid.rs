@@ -416,8 +416,6 @@ fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Resul
     };
     let decoded = args.layout.layout.decode(id).map_err(|e| e.to_string())?;
     let text = decoded.to_string();
-    // `Decoded` prints the RFC 3339 time, then the fields.
-    let time = text.split_once(' ').map_or(text.as_str(), |(time, _)| time);
     if args.json {
         let fields: serde_json::Map<String, serde_json::Value> = decoded
             .node_fields()
@@ -428,7 +426,7 @@ fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Resul
             "form": form.name(),
             // A string, like flakeid's serde: JavaScript rounds numbers above 2^53.
             "id": id.to_string(),
-            "time": time,
+            "time": decoded.rfc3339().to_string(),
             "unix_ms": decoded.unix_ms(),
             "timestamp": decoded.timestamp(),
             "node_id": decoded.node_id(),
