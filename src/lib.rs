@@ -102,7 +102,7 @@ mod persist;
 mod primitive;
 mod rfc3339;
 
-pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
+pub use clock::{Clock, ManualClock, MonotonicClock, RecentClock, SystemClock};
 pub use error::{
     BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, ParseIdError, StateError,
 };
