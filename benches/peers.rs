@@ -36,8 +36,7 @@ use ferroid::generator::{AtomicSnowflakeGenerator, LockSnowflakeGenerator};
 use ferroid::id::{SnowflakeId, SnowflakeTwitterId};
 use ferroid::time::{MonotonicClock as FerroidClock, TWITTER_EPOCH, TimeSource};
 use flakeid::{
-    Clock, Generator, Id, IdGenerator, Layout, MonotonicClock, RecentClock,
-    SystemClock,
+    Clock, Generator, Id, IdGenerator, Layout, MonotonicClock, RecentClock, SystemClock,
 };
 
 const THREADS: [usize; 5] = [1, 2, 4, 8, 16];
@@ -130,7 +129,10 @@ impl FerroidWait {
     }
 }
 
-struct FerroidAtomic<I: SnowflakeId<Ty = u64>>(AtomicSnowflakeGenerator<I, FerroidClock>, FerroidWait);
+struct FerroidAtomic<I: SnowflakeId<Ty = u64>>(
+    AtomicSnowflakeGenerator<I, FerroidClock>,
+    FerroidWait,
+);
 
 impl<I: SnowflakeId<Ty = u64> + Send + Sync> Contender for FerroidAtomic<I> {
     #[inline]
@@ -335,9 +337,9 @@ fn wide_contenders() -> Vec<(&'static str, Box<dyn Sweep>)> {
         ),
         (
             "rs-snowflake",
-            Box::new(RsSnowflake(Mutex::new(snowflake::SnowflakeIdGenerator::new(
-                1, 1,
-            )))),
+            Box::new(RsSnowflake(Mutex::new(
+                snowflake::SnowflakeIdGenerator::new(1, 1),
+            ))),
         ),
         ("uuid-v7", Box::new(UuidV7)),
     ]
@@ -450,9 +452,7 @@ fn at_cap<G: Contender + ?Sized>(g: &G, threads: usize, duration: Duration) -> C
     });
     let wall_s = wall.as_secs_f64();
     let issued: usize = runs.iter().map(|r| r.out.len()).sum();
-    let ordered = runs
-        .iter()
-        .all(|r| r.out.windows(2).all(|w| w[0] < w[1]));
+    let ordered = runs.iter().all(|r| r.out.windows(2).all(|w| w[0] < w[1]));
     let mut all: Vec<u64> = runs.iter().flat_map(|r| r.out.iter().copied()).collect();
     all.sort_unstable();
     all.dedup();
@@ -519,9 +519,9 @@ fn cap_contenders() -> Vec<(&'static str, Box<dyn CapSweep>)> {
         ),
         (
             "rs-snowflake",
-            Box::new(RsSnowflake(Mutex::new(snowflake::SnowflakeIdGenerator::new(
-                1, 1,
-            )))),
+            Box::new(RsSnowflake(Mutex::new(
+                snowflake::SnowflakeIdGenerator::new(1, 1),
+            ))),
         ),
     ]
 }
@@ -687,9 +687,7 @@ fn clock(c: &mut Criterion) {
     {
         // quanta's own recent time needs its (one per process) upkeep thread.
         let upkeep = quanta::Upkeep::new(Duration::from_micros(200)).start();
-        group.bench_function("quanta-recent", |b| {
-            b.iter(|| black_box(&quanta).recent())
-        });
+        group.bench_function("quanta-recent", |b| b.iter(|| black_box(&quanta).recent()));
         drop(upkeep);
     }
     group.bench_function("ferroid-MonotonicClock", |b| {
@@ -732,9 +730,7 @@ fn id(c: &mut Criterion) {
     group.bench_function("flakeid-decode", |b| {
         b.iter(|| generator.layout().decode(black_box(id)))
     });
-    group.bench_function("uuid-to_string", |b| {
-        b.iter(|| black_box(uuid).to_string())
-    });
+    group.bench_function("uuid-to_string", |b| b.iter(|| black_box(uuid).to_string()));
     group.bench_function("uuid-parse", |b| {
         b.iter(|| black_box(uuid_text.as_str()).parse::<uuid::Uuid>())
     });
@@ -937,8 +933,10 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.into());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map_or_else(|_| std::env::consts::OS.into(), |k| format!("Linux {}", k.trim()));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(
+        |_| std::env::consts::OS.into(),
+        |k| format!("Linux {}", k.trim()),
+    );
     let rustc = std::process::Command::new("rustc")
         .arg("--version")
         .output()
@@ -1017,7 +1015,13 @@ fn report(r: &Results) -> String {
             .iter()
             .map(|&t| cell(r.throughput(e.key, t), 1))
             .collect();
-        let _ = writeln!(md, "| {} | {} | {} |", e.label, e.sequence, cells.join(" | "));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            e.label,
+            e.sequence,
+            cells.join(" | ")
+        );
     }
     let _ = writeln!(
         md,
@@ -1045,8 +1049,12 @@ fn report(r: &Results) -> String {
         1.0,
     );
     target(
-        "1 thread: `Generator` + `RecentClock` vs ferroid atomic, both with a clock thread (≥ 1×)".into(),
-        ratio(r.cost_ns("ferroid-atomic", 1), r.cost_ns("flakeid-recent", 1)),
+        "1 thread: `Generator` + `RecentClock` vs ferroid atomic, both with a clock thread (≥ 1×)"
+            .into(),
+        ratio(
+            r.cost_ns("ferroid-atomic", 1),
+            r.cost_ns("flakeid-recent", 1),
+        ),
         1.0,
     );
     target(
@@ -1089,10 +1097,7 @@ fn report(r: &Results) -> String {
             "| at the cap: lowest share of 4,096 IDs/ms issued, 1–16 threads (≥ 99%) | {}% | {ok} |",
             m.trim_end_matches('×')
         );
-        let hottest = runs
-            .iter()
-            .filter_map(|c| c.max_thread)
-            .fold(0.0, f64::max);
+        let hottest = runs.iter().filter_map(|c| c.max_thread).fold(0.0, f64::max);
         let cores = runs.iter().filter_map(|c| c.cores).fold(0.0, f64::max);
         let _ = writeln!(
             md,
@@ -1109,7 +1114,8 @@ fn report(r: &Results) -> String {
          (38 ms + 25-bit sequence).\n\n| n | flakeid `Generator` | flakeid `MutexGenerator` | snowflake_me `next_ids_into` |\n|---:|---:|---:|---:|"
     );
     for n in BATCHES {
-        let per = |k: &str| estimate_ns("batch", &format!("{k}/{n}"), r.since).map(|ns| ns / n as f64);
+        let per =
+            |k: &str| estimate_ns("batch", &format!("{k}/{n}"), r.since).map(|ns| ns / n as f64);
         let _ = writeln!(
             md,
             "| {n} | {} | {} | {} |",
@@ -1125,14 +1131,26 @@ fn report(r: &Results) -> String {
         "\n## Clock reads\n\n| clock | ns per reading | what it pays for |\n|---|---:|---|"
     );
     for (key, what) in [
-        ("flakeid-MonotonicClock", "TSC read (quanta), one multiply; exact to the ms, no thread"),
-        ("flakeid-RecentClock", "one load of a counter a thread refreshes every 200 µs"),
+        (
+            "flakeid-MonotonicClock",
+            "TSC read (quanta), one multiply; exact to the ms, no thread",
+        ),
+        (
+            "flakeid-RecentClock",
+            "one load of a counter a thread refreshes every 200 µs",
+        ),
         ("flakeid-SystemClock", "`SystemTime::now` and a division"),
         ("SystemTime-now", "vDSO `clock_gettime`"),
         ("quanta-raw", "the TSC read alone"),
         ("quanta-now", "TSC read, scaled to ns"),
-        ("quanta-recent", "quanta's upkept time (needs its one-per-process thread)"),
-        ("ferroid-MonotonicClock", "one load of a ms a thread stores every ms"),
+        (
+            "quanta-recent",
+            "quanta's upkept time (needs its one-per-process thread)",
+        ),
+        (
+            "ferroid-MonotonicClock",
+            "one load of a ms a thread stores every ms",
+        ),
     ] {
         let _ = writeln!(
             md,
@@ -1142,7 +1160,10 @@ fn report(r: &Results) -> String {
     }
 
     // Ids.
-    let _ = writeln!(md, "\n## `Id` formatting and parsing\n\n| operation | ns |\n|---|---:|");
+    let _ = writeln!(
+        md,
+        "\n## `Id` formatting and parsing\n\n| operation | ns |\n|---|---:|"
+    );
     for key in [
         "flakeid-to_string",
         "flakeid-write-decimal",
@@ -1152,7 +1173,11 @@ fn report(r: &Results) -> String {
         "uuid-to_string",
         "uuid-parse",
     ] {
-        let _ = writeln!(md, "| {key} | {} |", cell(estimate_ns("id", key, r.since), 1));
+        let _ = writeln!(
+            md,
+            "| {key} | {} |",
+            cell(estimate_ns("id", key, r.since), 1)
+        );
     }
 
     // View (b).
@@ -1174,16 +1199,18 @@ fn report(r: &Results) -> String {
             let cells: Vec<String> = THREADS
                 .iter()
                 .map(|&t| {
-                    runs.iter().find(|c| c.threads == t).map_or("–".into(), |c| {
-                        format!(
-                            "{:.1}% / {} / {}{}",
-                            c.share * 100.0,
-                            cell(c.cores, 2),
-                            c.max_thread
-                                .map_or("–".into(), |m| format!("{:.0}%", m * 100.0)),
-                            if c.sound { "" } else { " ✗" }
-                        )
-                    })
+                    runs.iter()
+                        .find(|c| c.threads == t)
+                        .map_or("–".into(), |c| {
+                            format!(
+                                "{:.1}% / {} / {}{}",
+                                c.share * 100.0,
+                                cell(c.cores, 2),
+                                c.max_thread
+                                    .map_or("–".into(), |m| format!("{:.0}%", m * 100.0)),
+                                if c.sound { "" } else { " ✗" }
+                            )
+                        })
                 })
                 .collect();
             let _ = writeln!(md, "| {} | {} |", label(key), cells.join(" | "));
@@ -1208,9 +1235,16 @@ fn report(r: &Results) -> String {
             let cells: Vec<String> = THREADS
                 .iter()
                 .map(|&t| {
-                    runs.iter().find(|(n, _)| *n == t).map_or("–".into(), |(_, p)| {
-                        format!("{} / {} / {}", short_ns(p.p50), short_ns(p.p99), short_ns(p.p999))
-                    })
+                    runs.iter()
+                        .find(|(n, _)| *n == t)
+                        .map_or("–".into(), |(_, p)| {
+                            format!(
+                                "{} / {} / {}",
+                                short_ns(p.p50),
+                                short_ns(p.p99),
+                                short_ns(p.p999)
+                            )
+                        })
                 })
                 .collect();
             let _ = writeln!(md, "| {} | {} |", label(key), cells.join(" | "));
