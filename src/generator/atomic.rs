@@ -352,9 +352,13 @@ impl<C: Clock> Reserve for Generator<C> {
     /// ([`Plan::advance_in_tick`]). Everything else, including a lost race,
     /// goes to the full loop, kept out of line so this stays short.
     ///
-    /// The state is loaded before the clock is read, so a reading taken after
-    /// another thread's successful CAS is never older than the tick it stored
-    /// (for a clock that is consistent across cores).
+    /// The clock is read before the state is loaded, so that the CAS follows
+    /// the load at once: under contention, the shorter that window, the
+    /// fewer CASes lose. The short path only uses a reading equal to the
+    /// state's tick, which is valid whenever it was taken. The full loop
+    /// works on a reading taken after the load (so a reading older than the
+    /// state cannot pass for the clock stepping back), or on this one if it
+    /// is already past the state's tick.
     ///
     /// Relaxed ordering suffices: IDs derive from this word alone, and the
     /// single modification order of one atomic makes every successful CAS
@@ -364,9 +368,14 @@ impl<C: Clock> Reserve for Generator<C> {
     /// the rest of the fast path (measured with callgrind, `benches/README.md`).
     #[inline(always)]
     fn poll(&self, n: u64) -> Result<Step, Stall> {
-        let cur = self.state.load(Ordering::Relaxed);
         let now = self.clock.now_ms();
+        let cur = self.state.load(Ordering::Relaxed);
         let Some(step) = self.plan.advance_in_tick(cur, now, n) else {
+            let now = if self.plan.ticks(now) > self.plan.ts_of(cur) {
+                now
+            } else {
+                self.clock.now_ms()
+            };
             return self.poll_loop(n, cur, now, None);
         };
         match self
