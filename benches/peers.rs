@@ -432,7 +432,7 @@ fn run_for_time<T: Send>(
 /// One run at the sequence cap.
 struct CapRun {
     threads: usize,
-    /// Share of 4,096 IDs per ms of wall time actually issued.
+    /// Share of 4,096 IDs per ms actually issued, over the ms the run spans.
     share: f64,
     /// CPU time of all threads over wall time: cores kept busy.
     cores: Option<f64>,
@@ -452,6 +452,22 @@ fn at_cap<G: Contender + ?Sized>(g: &G, threads: usize, duration: Duration) -> C
     });
     let wall_s = wall.as_secs_f64();
     let issued: usize = runs.iter().map(|r| r.out.len()).sum();
+    // Every layout here has its timestamp at bit 22. The first and last ms
+    // of the run are partly outside it, so only the ms between count.
+    let tick = |id: &u64| id >> 22;
+    let first = runs.iter().flat_map(|r| r.out.first()).map(tick).min();
+    let last = runs.iter().flat_map(|r| r.out.last()).map(tick).max();
+    let share = match (first, last) {
+        (Some(first), Some(last)) if last > first + 1 => {
+            let inside = runs
+                .iter()
+                .flat_map(|r| r.out.iter())
+                .filter(|id| (first + 1..last).contains(&tick(id)))
+                .count();
+            inside as f64 / (CAPACITY_PER_MS * (last - first - 1) as f64)
+        }
+        _ => 0.0,
+    };
     let ordered = runs.iter().all(|r| r.out.windows(2).all(|w| w[0] < w[1]));
     let mut all: Vec<u64> = runs.iter().flat_map(|r| r.out.iter().copied()).collect();
     all.sort_unstable();
@@ -462,7 +478,7 @@ fn at_cap<G: Contender + ?Sized>(g: &G, threads: usize, duration: Duration) -> C
         .collect();
     CapRun {
         threads,
-        share: issued as f64 / (CAPACITY_PER_MS * wall_s * 1000.0),
+        share,
         cores: cpus.as_ref().map(|c| c.iter().sum()),
         max_thread: cpus.as_ref().map(|c| c.iter().copied().fold(0.0, f64::max)),
         sound: ordered && all.len() == issued,
@@ -1185,7 +1201,8 @@ fn report(r: &Results) -> String {
         let _ = writeln!(
             md,
             "\n## At the cap: Twitter layout (12-bit sequence, 4,096 IDs per ms)\n\n\
-             Each cell: share of the capacity issued over the run / cores kept busy \
+             Each cell: share of the capacity issued in the whole ms of the run (the \
+             first and last ms are partly outside it) / cores kept busy \
              (CPU time of all threads over wall time) / the busiest thread's CPU share. \
              On this machine 2 cores are the most there is; a thread that spins while it \
              waits shows 100% alone, or its share of 2 cores. ✗ marks a duplicate or an \
