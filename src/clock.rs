@@ -326,12 +326,12 @@ impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
 /// How often a [`RecentClock`]'s thread refreshes the time it serves.
 const RECENT_REFRESH: Duration = Duration::from_micros(200);
 
-/// A cheaper, coarser [`MonotonicClock`]: it reads a counter value that a
-/// background thread refreshes every 200 µs, instead of reading the TSC.
+/// A cheaper, coarser [`MonotonicClock`]: a background thread reads a
+/// `MonotonicClock` every 200 µs and a reading is the last value it stored.
 ///
-/// A reading is then a few loads and a multiply (about 1–2 ns) instead of a
-/// TSC read (about 10 ns, more in some virtual machines), which is most of the
-/// cost of an uncontended `next_id`. In exchange:
+/// A reading is then one load (under 1 ns) instead of a TSC read (about
+/// 10 ns, more in some virtual machines), which is most of the cost of an
+/// uncontended `next_id`. In exchange:
 ///
 /// - **It lags.** A reading is up to 200 µs old, more while the thread waits
 ///   to be scheduled on a busy machine, so IDs can carry a timestamp up to
@@ -363,26 +363,25 @@ const RECENT_REFRESH: Duration = Duration::from_micros(200);
 /// ```
 #[derive(Clone)]
 pub struct RecentClock {
-    clock: MonotonicClock,
-    counter: Arc<RecentCounter>,
+    shared: Arc<Recent>,
     /// Held by clocks only (not the thread): the last drop stops the thread.
     _running: Arc<StopOnDrop>,
 }
 
-/// The counter value the thread refreshes, and its stop flag.
-struct RecentCounter {
-    raw: crossbeam_utils::CachePadded<AtomicU64>,
+/// The reading the thread refreshes, and its stop flag.
+struct Recent {
+    ms: crossbeam_utils::CachePadded<AtomicU64>,
     stop: AtomicBool,
 }
 
 struct StopOnDrop {
-    counter: Arc<RecentCounter>,
+    shared: Arc<Recent>,
     thread: std::thread::Thread,
 }
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.counter.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         self.thread.unpark();
     }
 }
@@ -399,29 +398,26 @@ impl RecentClock {
     }
 
     fn from_clock(clock: MonotonicClock, refresh: Duration) -> std::io::Result<RecentClock> {
-        let source = clock.source.clone();
-        let counter = Arc::new(RecentCounter {
-            raw: crossbeam_utils::CachePadded::new(AtomicU64::new(source.raw())),
+        let shared = Arc::new(Recent {
+            ms: crossbeam_utils::CachePadded::new(AtomicU64::new(clock.now_ms())),
             stop: AtomicBool::new(false),
         });
-        let shared = counter.clone();
+        let refreshed = shared.clone();
         let thread = std::thread::Builder::new()
             .name("flakeid-recent-clock".into())
             .spawn(move || {
-                while !shared.stop.load(Ordering::Relaxed) {
-                    // One writer, so `fetch_max` is only for a thread that
-                    // moves to a core whose TSC reads a little behind.
-                    shared.raw.fetch_max(source.raw(), Ordering::Relaxed);
+                // The only writer, of a clock that never goes backwards.
+                while !refreshed.stop.load(Ordering::Relaxed) {
+                    refreshed.ms.store(clock.now_ms(), Ordering::Relaxed);
                     std::thread::park_timeout(refresh);
                 }
             })?;
         Ok(RecentClock {
-            clock,
             _running: Arc::new(StopOnDrop {
-                counter: counter.clone(),
+                shared: shared.clone(),
                 thread: thread.thread().clone(),
             }),
-            counter,
+            shared,
         })
     }
 }
@@ -429,7 +425,7 @@ impl RecentClock {
 impl Clock for RecentClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        self.clock.at(self.counter.raw.load(Ordering::Relaxed))
+        self.shared.ms.load(Ordering::Relaxed)
     }
 }
 
@@ -437,7 +433,7 @@ impl fmt::Debug for RecentClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecentClock")
             .field("refresh", &RECENT_REFRESH)
-            .field("clock", &self.clock)
+            .field("ms", &self.now_ms())
             .finish()
     }
 }
@@ -551,13 +547,13 @@ mod tests {
     }
 
     #[test]
-    fn recent_clock_follows_its_counter_and_its_thread_stops_with_the_last_clone() {
+    fn recent_clock_follows_its_clock_and_its_thread_stops_with_the_last_clone() {
         let (source, mock) = quanta::Clock::mock();
         let monotonic = MonotonicClock::from_parts(source, SystemClock, Duration::from_secs(1));
         let clock = RecentClock::from_clock(monotonic, Duration::from_millis(1)).unwrap();
         let start = clock.now_ms();
         mock.increment(Duration::from_millis(50));
-        // 50 ms of counter read 1/1024 slow, once the thread has refreshed.
+        // 50 ms read 1/1024 slow, once the thread has refreshed.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while clock.now_ms() != start + 49 {
             assert!(std::time::Instant::now() < deadline, "never refreshed");
@@ -565,7 +561,7 @@ mod tests {
         }
         let clone = clock.clone();
         assert_eq!(clone.now_ms(), start + 49);
-        let thread_alive = Arc::downgrade(&clock.counter);
+        let thread_alive = Arc::downgrade(&clock.shared);
         drop(clock);
         mock.increment(Duration::from_millis(50));
         std::thread::sleep(Duration::from_millis(20));
