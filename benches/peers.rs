@@ -4,10 +4,12 @@
 //! line per generator) in `benches/results/throughput.svg`.
 //!
 //! ```text
-//! cargo bench --bench peers                      # everything, about 10 minutes
+//! cargo bench --bench peers                      # everything, about 7 minutes
 //! cargo bench --bench peers -- cap               # only what matches "cap"
 //! FLAKEID_BENCH_QUICK=1 cargo bench --bench peers  # a short sanity run
 //! ```
+//!
+//! Only a full run (no filter, not quick) writes `benches/results/`.
 //!
 //! The views (method and caveats in `benches/README.md`):
 //!
@@ -919,6 +921,10 @@ fn main() {
     };
     let markdown = report(&results);
     print!("{markdown}");
+    if settings.filter.is_some() || settings.quick {
+        eprintln!("a filtered or quick run: benches/results/ left as it was");
+        return;
+    }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("benches")
         .join("results");
