@@ -1,6 +1,7 @@
 //! The cost of restart safety: `next_id` on one thread with persistence off
-//! and on (a 1 s reservation window, a real file), side by side; then the
-//! save (fsync) rate while one thread generates at full speed.
+//! and on (a 1 s reservation window, a real file), side by side, in criterion
+//! and as a ratio of alternated runs; then the save (fsync) rate while one
+//! thread generates at full speed, counted by a store that wraps `FileStore`.
 //!
 //! ```text
 //! cargo bench --bench persist
@@ -65,6 +66,49 @@ fn per_id_cost(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// IDs per second from `generator` on this thread for `duration`.
+fn rate(generator: &Generator, duration: Duration) -> f64 {
+    let start = Instant::now();
+    let mut ids = 0u64;
+    while start.elapsed() < duration {
+        for _ in 0..1024 {
+            black_box(generator.next_id());
+        }
+        ids += 1024;
+    }
+    ids as f64 / start.elapsed().as_secs_f64()
+}
+
+/// The overhead of persistence as a ratio measured side by side: short runs
+/// with it off and on, alternated so that a noisy machine slows both alike,
+/// and the median of each.
+fn overhead() {
+    let dir = state_dir();
+    let off = Generator::builder(wide_layout()).build().expect("valid");
+    let on = Generator::builder(wide_layout())
+        .persist(Persist::file(dir.join("overhead.state")).window(Duration::from_secs(1)))
+        .build()
+        .expect("state file");
+    let (mut rates_off, mut rates_on) = (Vec::new(), Vec::new());
+    for _ in 0..15 {
+        rates_off.push(rate(&off, Duration::from_millis(200)));
+        rates_on.push(rate(&on, Duration::from_millis(200)));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (off_rate, on_rate) = (median(&mut rates_off), median(&mut rates_on));
+    println!(
+        "persistence/overhead, 1 s window, one thread: {:.2} ns per ID off, {:.2} ns on: {:+.1}% (target < 5%)",
+        1e9 / off_rate,
+        1e9 / on_rate,
+        (off_rate / on_rate - 1.0) * 100.0
+    );
+    drop(on);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Saves per second while one thread takes IDs as fast as it can.
 fn save_rate() {
     let dir = state_dir();
@@ -102,6 +146,7 @@ criterion_group!(benches, per_id_cost);
 
 fn main() {
     benches();
+    overhead();
     save_rate();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::primitive::{AtomicU64, Ordering};
+use crate::primitive::{AtomicBool, AtomicU64, Ordering};
 
 /// The generator's only source of time, so tests and simulations can inject one.
 ///
@@ -191,6 +191,10 @@ pub struct MonotonicClock<W: Clock = SystemClock> {
     source: quanta::Clock,
     /// Raw counter value at creation.
     start: u64,
+    /// Slow milliseconds per raw counter tick, as a 0.64 fixed-point
+    /// multiplier: quanta's tick-to-nanosecond scale folded into ours, so a
+    /// reading takes one multiply.
+    slow_ms_per_tick: u64,
     /// Unix ms at `start`; only ever increases.
     anchor_ms: AtomicU64,
     /// Slow-elapsed ms at which a reading next consults the wall clock.
@@ -233,7 +237,14 @@ impl<W: Clock> MonotonicClock<W> {
     fn from_parts(source: quanta::Clock, wall: W, check_every: Duration) -> MonotonicClock<W> {
         let start = source.raw();
         let check_every_ms = u64::try_from(check_every.as_millis()).unwrap_or(u64::MAX);
+        // quanta scales a tick delta to nanoseconds linearly; measuring the
+        // scale over 2^40 ticks keeps about 12 significant digits.
+        const SPAN_BITS: u32 = 40;
+        let span_ns = source.delta_as_nanos(0, 1 << SPAN_BITS);
+        let slow_ms_per_tick =
+            u64::try_from((u128::from(span_ns) * SLOW_MS_PER_NS) >> SPAN_BITS).unwrap_or(u64::MAX);
         MonotonicClock {
+            slow_ms_per_tick,
             anchor_ms: AtomicU64::new(wall.now_ms()),
             next_check_ms: AtomicU64::new(check_every_ms),
             check_every_ms,
@@ -243,11 +254,19 @@ impl<W: Clock> MonotonicClock<W> {
         }
     }
 
-    /// Slow milliseconds since creation.
+    /// The reading for raw counter value `counter`.
     #[inline]
-    fn elapsed_ms(&self) -> u64 {
-        let ns = self.source.delta_as_nanos(self.start, self.source.raw());
-        ((u128::from(ns) * SLOW_MS_PER_NS) >> 64) as u64
+    fn at(&self, counter: u64) -> u64 {
+        // A counter that reads below the start (TSCs out of sync across
+        // cores) reads as no time elapsed, as quanta's own deltas do.
+        let ticks = counter.saturating_sub(self.start);
+        let elapsed = ((u128::from(ticks) * u128::from(self.slow_ms_per_tick)) >> 64) as u64;
+        if elapsed >= self.next_check_ms.load(Ordering::Relaxed) {
+            return self.check_wall(elapsed);
+        }
+        self.anchor_ms
+            .load(Ordering::Relaxed)
+            .saturating_add(elapsed)
     }
 
     #[cold]
@@ -275,13 +294,7 @@ impl<W: Clock> MonotonicClock<W> {
 impl<W: Clock> Clock for MonotonicClock<W> {
     #[inline]
     fn now_ms(&self) -> u64 {
-        let elapsed = self.elapsed_ms();
-        if elapsed >= self.next_check_ms.load(Ordering::Relaxed) {
-            return self.check_wall(elapsed);
-        }
-        self.anchor_ms
-            .load(Ordering::Relaxed)
-            .saturating_add(elapsed)
+        self.at(self.source.raw())
     }
 }
 
@@ -292,6 +305,7 @@ impl<W: Clock + Clone> Clone for MonotonicClock<W> {
         MonotonicClock {
             source: self.source.clone(),
             start: self.start,
+            slow_ms_per_tick: self.slow_ms_per_tick,
             anchor_ms: AtomicU64::new(self.anchor_ms.load(Ordering::Relaxed)),
             next_check_ms: AtomicU64::new(self.next_check_ms.load(Ordering::Relaxed)),
             check_every_ms: self.check_every_ms,
@@ -306,6 +320,121 @@ impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
             .field("anchor_ms", &self.anchor_ms.load(Ordering::Relaxed))
             .field("wall", &self.wall)
             .finish_non_exhaustive()
+    }
+}
+
+/// How often a [`RecentClock`]'s thread refreshes the time it serves.
+const RECENT_REFRESH: Duration = Duration::from_micros(200);
+
+/// A cheaper, coarser [`MonotonicClock`]: a background thread reads a
+/// `MonotonicClock` every 200 µs and a reading is the last value it stored.
+///
+/// A reading is then one load (under 1 ns) instead of a TSC read (about
+/// 10 ns, more in some virtual machines), which is most of the cost of an
+/// uncontended `next_id`. In exchange:
+///
+/// - **It lags.** A reading is up to 200 µs old, more while the thread waits
+///   to be scheduled on a busy machine, so IDs can carry a timestamp up to
+///   that much before the call. Order and uniqueness do not depend on it.
+/// - **It costs a thread**, waking 5,000 times a second (a fraction of a
+///   percent of one core), per clock and its clones; the thread stops when
+///   the last clone is dropped.
+/// - At the sequence cap, a tick whose refresh comes late is partly lost.
+///
+/// Everything else is [`MonotonicClock`]'s: anchored to the wall clock,
+/// never backwards, the same handling of wall-clock steps.
+///
+/// This is how ferroid's atomic generator gets its speed (its clock is a
+/// thread that stores the millisecond every millisecond); `benches/` measures
+/// both clocks side by side.
+///
+/// ```
+/// use flakeid::{Generator, Layout, RecentClock};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let generator = Generator::builder(Layout::twitter())
+///     .node_id(1)
+///     .clock(RecentClock::new()?)
+///     .build()?;
+/// let (a, b) = (generator.next_id(), generator.next_id());
+/// assert!(a < b);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RecentClock {
+    shared: Arc<Recent>,
+    /// Held by clocks only (not the thread): the last drop stops the thread.
+    _running: Arc<StopOnDrop>,
+}
+
+/// The reading the thread refreshes, and its stop flag.
+struct Recent {
+    ms: crossbeam_utils::CachePadded<AtomicU64>,
+    stop: AtomicBool,
+}
+
+struct StopOnDrop {
+    shared: Arc<Recent>,
+    thread: std::thread::Thread,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.thread.unpark();
+    }
+}
+
+impl RecentClock {
+    /// Anchors a new clock to the system wall clock and starts its thread.
+    ///
+    /// # Errors
+    ///
+    /// The [`std::io::Error`] from spawning the thread, if it cannot be
+    /// started.
+    pub fn new() -> std::io::Result<RecentClock> {
+        RecentClock::from_clock(MonotonicClock::new(), RECENT_REFRESH)
+    }
+
+    fn from_clock(clock: MonotonicClock, refresh: Duration) -> std::io::Result<RecentClock> {
+        let shared = Arc::new(Recent {
+            ms: crossbeam_utils::CachePadded::new(AtomicU64::new(clock.now_ms())),
+            stop: AtomicBool::new(false),
+        });
+        let refreshed = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("flakeid-recent-clock".into())
+            .spawn(move || {
+                // The only writer, of a clock that never goes backwards.
+                while !refreshed.stop.load(Ordering::Relaxed) {
+                    refreshed.ms.store(clock.now_ms(), Ordering::Relaxed);
+                    std::thread::park_timeout(refresh);
+                }
+            })?;
+        Ok(RecentClock {
+            _running: Arc::new(StopOnDrop {
+                shared: shared.clone(),
+                thread: thread.thread().clone(),
+            }),
+            shared,
+        })
+    }
+}
+
+impl Clock for RecentClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        self.shared.ms.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for RecentClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecentClock")
+            .field("refresh", &RECENT_REFRESH)
+            .field("ms", &self.now_ms())
+            .finish()
     }
 }
 
@@ -415,6 +544,55 @@ mod tests {
         let clock = MonotonicClock::new();
         let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
         assert!(diff <= 50, "{diff} ms apart");
+    }
+
+    #[test]
+    fn recent_clock_follows_its_clock_and_its_thread_stops_with_the_last_clone() {
+        let (source, mock) = quanta::Clock::mock();
+        let monotonic = MonotonicClock::from_parts(source, SystemClock, Duration::from_secs(1));
+        let clock = RecentClock::from_clock(monotonic, Duration::from_millis(1)).unwrap();
+        let start = clock.now_ms();
+        mock.increment(Duration::from_millis(50));
+        // 50 ms read 1/1024 slow, once the thread has refreshed.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while clock.now_ms() != start + 49 {
+            assert!(std::time::Instant::now() < deadline, "never refreshed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let clone = clock.clone();
+        assert_eq!(clone.now_ms(), start + 49);
+        let thread_alive = Arc::downgrade(&clock.shared);
+        drop(clock);
+        mock.increment(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            clone.now_ms(),
+            start + 99,
+            "the thread stopped with a clone alive"
+        );
+        drop(clone);
+        while thread_alive.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread still runs"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "quanta reads the TSC, which Miri cannot")]
+    fn real_recent_clock_tracks_system_time() {
+        let clock = RecentClock::new().unwrap();
+        let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
+        assert!(diff <= 50, "{diff} ms apart");
+        let before = clock.now_ms();
+        std::thread::sleep(Duration::from_millis(30));
+        let advanced = clock.now_ms() - before;
+        assert!(
+            (20..1_000).contains(&advanced),
+            "advanced {advanced} ms in 30 ms"
+        );
     }
 
     #[test]

@@ -109,6 +109,16 @@ impl<C: Clock> IdGenerator for MutexGenerator<C> {
     }
 
     #[inline]
+    fn next_id(&self) -> Id {
+        wait::next_id(self)
+    }
+
+    #[inline]
+    fn try_next_id(&self) -> Result<Id, GenerateError> {
+        wait::try_next_id(self)
+    }
+
+    #[inline]
     fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
         wait::reserve_batch(self, n, Mode::Report)
     }
@@ -136,13 +146,17 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
         self.counters.as_deref()
     }
 
-    #[inline]
+    /// The same short path as the lock-free generator's
+    /// ([`Plan::advance_in_tick`]), under the lock, so the two differ only
+    /// in how they apply a step.
+    #[inline(always)]
     fn poll(&self, n: u64) -> Result<Step, Stall> {
         let mut state = lock(&self.state);
-        if let Some(switched) = self.plan.gate(*state)? {
-            *state = switched;
-        }
-        let step = self.plan.advance(*state, self.clock.now_ms(), n)?;
+        let now = self.clock.now_ms();
+        let step = match self.plan.advance_in_tick(*state, now, n) {
+            Some(step) => step,
+            None => self.advance_locked(&mut state, now, n)?,
+        };
         *state = step.next;
         drop(state);
         self.plan.installed(&step);
@@ -154,6 +168,17 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
 }
 
 /// As for [`Generator`](crate::Generator): saves the exact last timestamp.
+impl<C: Clock> MutexGenerator<C> {
+    /// Everything but the short path: the lease gate, new ticks, policies.
+    #[inline(never)]
+    fn advance_locked(&self, state: &mut u64, now: u64, n: u64) -> Result<Step, Stall> {
+        if let Some(switched) = self.plan.gate(*state)? {
+            *state = switched;
+        }
+        self.plan.advance(*state, now, n)
+    }
+}
+
 impl<C> Drop for MutexGenerator<C> {
     fn drop(&mut self) {
         if let Some(persister) = self.persister.take() {

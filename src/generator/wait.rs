@@ -7,6 +7,7 @@ use super::plan::{Plan, Stall, Step};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::stats::Counters;
 use crate::error::GenerateError;
+use crate::id::Id;
 use crate::primitive::{self, Backoff, Deadline};
 
 /// How a blocking call treats conditions that outside help may clear (a
@@ -24,6 +25,34 @@ pub(crate) trait Reserve {
     fn counters(&self) -> Option<&Counters>;
     /// One attempt that never waits: a step, or why none is possible now.
     fn poll(&self, n: u64) -> Result<Step, Stall>;
+}
+
+/// One ID, waiting as the policies say. The common call, kept small enough
+/// to inline into the caller; waiting and panicking are out of line.
+#[inline]
+pub(crate) fn next_id<R: Reserve + ?Sized>(r: &R) -> Id {
+    match r.poll(1) {
+        Ok(step) => Id::from_u64(step.first),
+        Err(stall) => next_id_after(r, stall),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn next_id_after<R: Reserve + ?Sized>(r: &R, stall: Stall) -> Id {
+    match wait(r, 1, stall, Mode::Wait) {
+        Ok(step) => Id::from_u64(step.first),
+        Err(e) => panic!("flakeid: {e}"),
+    }
+}
+
+/// One ID, waiting as the policies say, or the error a policy reports.
+#[inline]
+pub(crate) fn try_next_id<R: Reserve + ?Sized>(r: &R) -> Result<Id, GenerateError> {
+    match r.poll(1) {
+        Ok(step) => Ok(Id::from_u64(step.first)),
+        Err(stall) => wait(r, 1, stall, Mode::Report).map(|step| Id::from_u64(step.first)),
+    }
 }
 
 /// Reserves a batch of up to `n` IDs without waiting.
