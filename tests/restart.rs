@@ -379,6 +379,20 @@ fn damaged_or_foreign_state_is_refused_until_an_operator_overrides_it() {
 }
 
 #[test]
+fn a_lock_released_a_moment_later_is_taken() {
+    let dir = TempDir::new("lock-grace");
+    let first = FileStore::open(dir.file()).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(first);
+        });
+        // Released 50 ms into the 250 ms grace: opening waits and succeeds.
+        assert!(FileStore::open(dir.file()).is_ok());
+    });
+}
+
+#[test]
 fn a_second_generator_on_the_same_file_is_refused() {
     let dir = TempDir::new("locked");
     let build = || {

@@ -3,9 +3,13 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::StateStore;
 use crate::error::StateError;
+
+/// How long opening waits for a lock that is being released.
+const LOCK_GRACE: Duration = Duration::from_millis(250);
 
 /// Keeps the saved state in a file.
 ///
@@ -51,7 +55,8 @@ impl FileStore {
     ///
     /// # Errors
     ///
-    /// [`StateError::Locked`] if another store holds the lock;
+    /// [`StateError::Locked`] if another store holds the lock (after waiting
+    /// up to 250 ms for a lock that is being released);
     /// [`StateError::Io`] if the lock file cannot be created (a missing or
     /// unwritable directory).
     pub fn open(path: impl AsRef<Path>) -> Result<FileStore, StateError> {
@@ -63,18 +68,28 @@ impl FileStore {
             .write(true)
             .open(&lock_path)
             .map_err(|e| StateError::from_io(format!("open {}", lock_path.display()), &e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(StateError::Locked {
-                    path: lock_path.display().to_string(),
-                });
-            }
-            Err(fs::TryLockError::Error(e)) => {
-                return Err(StateError::from_io(
-                    format!("lock {}", lock_path.display()),
-                    &e,
-                ));
+        // A lock released a moment ago can still look held: a process that
+        // spawns a command while the old store closes leaves a copy of the
+        // descriptor in the child until it execs. Such a copy goes within
+        // milliseconds; a live generator's lock does not.
+        let deadline = Instant::now() + LOCK_GRACE;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(StateError::Locked {
+                        path: lock_path.display().to_string(),
+                    });
+                }
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(StateError::from_io(
+                        format!("lock {}", lock_path.display()),
+                        &e,
+                    ));
+                }
             }
         }
         let dir = match path.parent() {
