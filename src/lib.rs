@@ -98,19 +98,25 @@ mod fence;
 mod generator;
 mod id;
 mod layout;
+#[cfg(any(feature = "etcd", feature = "redis"))]
+mod lease;
+pub mod node_id;
 mod persist;
 mod primitive;
 mod rfc3339;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{
-    BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, ParseIdError, StateError,
+    BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, LeaseError, NodeIdError,
+    ParseIdError, StateError,
 };
 pub use generator::{
     Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
 };
 pub use id::Id;
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
+#[cfg(any(feature = "etcd", feature = "redis"))]
+pub use lease::Lease;
 pub use persist::{FileStore, InvalidState, Persist, RestartRule, StateStore};
 
 /// The README's examples, compiled and run as doc tests.

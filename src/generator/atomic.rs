@@ -4,12 +4,13 @@ use std::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::plan::{Plan, Stall, Step};
+use super::plan::{Gate, Plan, Stall, Step};
 use super::stats::{Counters, Stats};
 use super::wait::{self, Mode, Reserve};
 use super::{Builder, IdBatch, IdGenerator, Parts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
+use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::Persister;
@@ -62,6 +63,7 @@ pub struct Generator<C = MonotonicClock> {
     clock: C,
     counters: Option<Box<Counters>>,
     persister: Option<Persister>,
+    keeper: Option<Box<dyn Keeper>>,
 }
 
 impl Generator {
@@ -94,6 +96,7 @@ impl<C: Clock> Generator<C> {
             clock: parts.clock,
             counters: parts.counters.then(Box::default),
             persister: parts.persister,
+            keeper: parts.keeper,
         }
     }
 
@@ -241,10 +244,15 @@ impl<C: Clock> Generator<C> {
     /// The node id in the IDs (all node fields as one number): the
     /// configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        // The state carries the node id, which a lease may change.
+        // The state carries the node id, which a lease may change; before
+        // the first ID under a new lease, the lease's grant has it.
+        let id = match self.plan.leased_node_bits() {
+            Some(bits) => Id::from_u64(bits),
+            None => IdGenerator::last_id(self),
+        };
         self.plan
             .layout
-            .decode(IdGenerator::last_id(self))
+            .decode(id)
             .map_or(self.plan.node_id, |d| d.node_id())
     }
 
@@ -357,19 +365,22 @@ impl<C: Clock> Reserve for Generator<C> {
         let mut fresh = true;
         let backoff = Backoff::new();
         loop {
-            if let Some(switched) = self.plan.gate(cur)? {
-                // A lease switched node ids: install that first, then issue.
-                cur = match self.state.compare_exchange(
-                    cur,
-                    switched,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => switched,
-                    Err(actual) => actual,
-                };
-                continue;
-            }
+            let ticket = match self.plan.gate(cur)? {
+                Gate::Pass(ticket) => ticket,
+                Gate::Switch(switched) => {
+                    // A lease switched node ids: install that first, then issue.
+                    cur = match self.state.compare_exchange(
+                        cur,
+                        switched,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => switched,
+                        Err(actual) => actual,
+                    };
+                    continue;
+                }
+            };
             let step = match self.plan.advance(cur, now, n) {
                 Ok(step) => step,
                 Err(_) if !fresh => {
@@ -387,6 +398,12 @@ impl<C: Clock> Reserve for Generator<C> {
             ) {
                 Ok(_) => {
                     self.plan.installed(&step);
+                    if !self.plan.confirm(ticket) {
+                        // Made under a lease that lapsed or was replaced
+                        // meanwhile: drop these IDs, check the fence again.
+                        cur = step.next;
+                        continue;
+                    }
                     if let Some(counters) = &self.counters {
                         counters.record(&step);
                     }
@@ -407,12 +424,17 @@ impl<C: Clock> Reserve for Generator<C> {
 }
 
 /// With restart safety on, dropping the generator stops its writer after it
-/// saves the exact last timestamp issued.
+/// saves the exact last timestamp issued; with a leased node id, the keeper
+/// records it in the store and gives the node id back.
 impl<C> Drop for Generator<C> {
     fn drop(&mut self) {
         if let Some(persister) = self.persister.take() {
             let state = self.state.load(Ordering::Relaxed);
             persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
+        }
+        if let Some(keeper) = self.keeper.take() {
+            let state = self.state.load(Ordering::Relaxed);
+            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
         }
     }
 }

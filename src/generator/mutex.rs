@@ -4,12 +4,13 @@ use std::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::plan::{Plan, Stall, Step};
+use super::plan::{Gate, Plan, Stall, Step};
 use super::stats::{Counters, Stats};
 use super::wait::{self, Mode, Reserve};
 use super::{Builder, IdBatch, IdGenerator, Parts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
+use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::Persister;
@@ -44,6 +45,7 @@ pub struct MutexGenerator<C = MonotonicClock> {
     clock: C,
     counters: Option<Box<Counters>>,
     persister: Option<Persister>,
+    keeper: Option<Box<dyn Keeper>>,
 }
 
 impl MutexGenerator {
@@ -62,6 +64,7 @@ impl<C: Clock> MutexGenerator<C> {
             clock: parts.clock,
             counters: parts.counters.then(Box::default),
             persister: parts.persister,
+            keeper: parts.keeper,
         }
     }
 
@@ -72,10 +75,15 @@ impl<C: Clock> MutexGenerator<C> {
 
     /// The node id in the IDs: the configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        // The state carries the node id, which a lease may change.
+        // The state carries the node id, which a lease may change; before
+        // the first ID under a new lease, the lease's grant has it.
+        let id = match self.plan.leased_node_bits() {
+            Some(bits) => Id::from_u64(bits),
+            None => IdGenerator::last_id(self),
+        };
         self.plan
             .layout
-            .decode(IdGenerator::last_id(self))
+            .decode(id)
             .map_or(self.plan.node_id, |d| d.node_id())
     }
 
@@ -139,17 +147,27 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
     #[inline]
     fn poll(&self, n: u64) -> Result<Step, Stall> {
         let mut state = lock(&self.state);
-        if let Some(switched) = self.plan.gate(*state)? {
-            *state = switched;
+        loop {
+            let ticket = match self.plan.gate(*state)? {
+                Gate::Pass(ticket) => ticket,
+                Gate::Switch(switched) => {
+                    *state = switched;
+                    continue;
+                }
+            };
+            let step = self.plan.advance(*state, self.clock.now_ms(), n)?;
+            *state = step.next;
+            self.plan.installed(&step);
+            // As in the lock-free generator: IDs made under a grant that
+            // lapsed or was replaced meanwhile are dropped.
+            if self.plan.confirm(ticket) {
+                drop(state);
+                if let Some(counters) = &self.counters {
+                    counters.record(&step);
+                }
+                return Ok(step);
+            }
         }
-        let step = self.plan.advance(*state, self.clock.now_ms(), n)?;
-        *state = step.next;
-        drop(state);
-        self.plan.installed(&step);
-        if let Some(counters) = &self.counters {
-            counters.record(&step);
-        }
-        Ok(step)
     }
 }
 
@@ -159,6 +177,10 @@ impl<C> Drop for MutexGenerator<C> {
         if let Some(persister) = self.persister.take() {
             let state = *lock(&self.state);
             persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
+        }
+        if let Some(keeper) = self.keeper.take() {
+            let state = *lock(&self.state);
+            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
         }
     }
 }
