@@ -22,6 +22,7 @@ pub(crate) struct Claim {
     /// The mark recorded for this holder now: it may issue up to it.
     pub(crate) ceiling_ms: u64,
     /// The etcd lease the node key is bound to (unused by Redis).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) handle: i64,
 }
 

@@ -22,7 +22,7 @@ local function mark_of(key)
   local mark = redis.call('GET', key)
   if not mark then return '0' end
   if not string.match(mark, '^%d+$') or (#mark > 1 and string.sub(mark, 1, 1) == '0') then
-    return redis.error_reply('flakeid: bad mark ' .. key .. ' = ' .. mark)
+    return redis.error_reply('FLAKEID_BAD_MARK ' .. key .. ' holds ' .. mark)
   end
   return mark
 end
@@ -183,7 +183,7 @@ impl RedisStore {
             ) => self.unreachable(what, e.to_string()),
             ErrorKind::Parse | ErrorKind::UnexpectedReturnType => LeaseError::BadReply { reason },
             ErrorKind::InvalidClientConfig => LeaseError::Config { reason },
-            _ if reason.contains("flakeid: bad mark") => LeaseError::BadReply { reason },
+            _ if e.code() == Some("FLAKEID_BAD_MARK") => LeaseError::BadReply { reason },
             _ => LeaseError::Refused { reason },
         }
     }

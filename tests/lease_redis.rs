@@ -1,0 +1,37 @@
+//! Node-id leases against a real Redis (Debian's `redis-server`), started on
+//! 127.0.0.1 by the tests themselves.
+
+mod lease_support;
+
+use lease_support::{Kind, Server};
+
+#[test]
+fn claim_renew_release() {
+    lease_support::claim_renew_release(&Server::start(Kind::Redis));
+}
+
+#[test]
+fn all_held_bad_marks_and_unreachable_servers_are_typed_errors() {
+    lease_support::errors(&Server::start(Kind::Redis));
+}
+
+#[test]
+fn two_processes_of_32_generators_race_for_node_ids() {
+    lease_support::two_processes_race(&Server::start(Kind::Redis), "race_child");
+}
+
+#[test]
+#[ignore = "entry point of the child processes of the race test"]
+fn race_child() {
+    lease_support::race_child();
+}
+
+#[test]
+fn killed_server_fences_every_generator_and_restarted_server_resumes_them() {
+    lease_support::killed_then_restarted(&mut Server::start(Kind::Redis));
+}
+
+#[test]
+fn churn_of_1000_nodes_reuses_node_ids_only_after_release_or_expiry() {
+    lease_support::churn(&Server::start(Kind::Redis));
+}
