@@ -89,7 +89,7 @@ impl EtcdStore {
                 let connect = Client::connect(self.endpoints.clone(), Some(options));
                 let client = match self
                     .runtime
-                    .block_on(tokio::time::timeout(timeout, connect))
+                    .block_on(async { tokio::time::timeout(timeout, connect).await })
                 {
                     Ok(Ok(client)) => client,
                     Ok(Err(e)) => return Err(self.error("connect", e)),
@@ -101,7 +101,7 @@ impl EtcdStore {
         };
         match self
             .runtime
-            .block_on(tokio::time::timeout(timeout, request(client)))
+            .block_on(async { tokio::time::timeout(timeout, request(client)).await })
         {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(e)) => Err(self.error(what, e)),
@@ -320,10 +320,14 @@ impl Store for EtcdStore {
         let Some((_, keeper, stream)) = &mut self.keep_alive else {
             return Ok(false);
         };
-        let answer = self.runtime.block_on(tokio::time::timeout(timeout, async {
-            keeper.keep_alive().await?;
-            stream.message().await
-        }));
+        let answer = self.runtime.block_on(async {
+            // (The timer must be made inside the runtime.)
+            tokio::time::timeout(timeout, async {
+                keeper.keep_alive().await?;
+                stream.message().await
+            })
+            .await
+        });
         match answer {
             Ok(Ok(Some(reply))) if reply.id() == lease || reply.id() == 0 => Ok(reply.ttl() > 0),
             Ok(Ok(Some(reply))) => {
