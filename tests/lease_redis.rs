@@ -35,3 +35,8 @@ fn killed_server_fences_every_generator_and_restarted_server_resumes_them() {
 fn churn_of_1000_nodes_reuses_node_ids_only_after_release_or_expiry() {
     lease_support::churn(&Server::start(Kind::Redis));
 }
+
+#[test]
+fn a_long_clock_rollback_rotates_to_a_fresh_node_id() {
+    lease_support::rotation_after_rollback(&Server::start(Kind::Redis));
+}

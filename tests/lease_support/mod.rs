@@ -16,7 +16,10 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakeid::{BuildError, GenerateError, Generator, Id, Layout, Lease, LeaseError};
+use flakeid::{
+    BuildError, Clock, GenerateError, Generator, Id, Layout, Lease, LeaseError, ManualClock,
+    Persist,
+};
 
 /// The TTL the tests run with: short, so fencing and expiry take a second.
 pub const TTL: Duration = Duration::from_secs(1);
@@ -547,6 +550,20 @@ pub fn errors(server: &Server) {
         other => panic!("expected BadReply, got {other:?}"),
     }
 
+    let with_persist = Generator::builder(Layout::twitter())
+        .lease(server.lease(&unique_prefix("persist")))
+        .persist(Persist::file(
+            std::env::temp_dir().join("flakeid-never-written.state"),
+        ))
+        .build();
+    assert!(
+        matches!(
+            with_persist,
+            Err(BuildError::Lease(LeaseError::Config { .. }))
+        ),
+        "{with_persist:?}"
+    );
+
     let closed = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let timeout = Duration::from_millis(700);
     let begun = Instant::now();
@@ -833,7 +850,7 @@ enum End {
 pub fn churn(server: &Server) {
     const NODES: usize = 1_000;
     const WORKERS: usize = 12;
-    const RANGE: u64 = 23; // node ids 0..=23
+    const RANGE: u64 = 11; // node ids 0..=11, one per worker
     let prefix = unique_prefix("churn");
     let next = AtomicU64::new(0);
     let all_held = AtomicU64::new(0);
@@ -961,4 +978,66 @@ pub fn churn(server: &Server) {
     assert!(reused > NODES / 2);
     let mut ids: Vec<u64> = lives.iter_mut().flat_map(|l| l.ids.drain(..)).collect();
     assert_unique(&mut ids);
+}
+
+/// The rotation policy: after the clock steps back further than the
+/// threshold, the generator gives its node id back and issues at the real
+/// time under a node id whose mark is before it; the node id given back
+/// keeps its mark, so its next holder starts after everything issued on it.
+pub fn rotation_after_rollback(server: &Server) {
+    let prefix = unique_prefix("rotate");
+    let layout = Layout::twitter();
+    let clock = ManualClock::new(wall_ms());
+    let a = Generator::builder(layout.clone())
+        .clock(clock.clone())
+        .lease(
+            server
+                .lease(&prefix)
+                .rotate_after_rollback(Duration::from_secs(1)),
+        )
+        .build()
+        .unwrap();
+    let before: Vec<u64> = (0..100).map(|_| a.next_id().to_u64()).collect();
+    assert!(before.iter().all(|&id| node_of(Id::from(id)) == 0));
+    let last_before = *before.last().unwrap();
+
+    clock.rewind(Duration::from_secs(5));
+    let stepped_back = layout.timestamp_at(clock.now_ms()).unwrap();
+    let begun = Instant::now();
+    let mut after = Vec::new();
+    let rotated = loop {
+        // OnClockBehind::Continue keeps issuing on node 0 until the keeper
+        // has claimed a fresh node id.
+        let id = a.next_id();
+        after.push(id.to_u64());
+        let d = layout.decode(id).unwrap();
+        if d.node_id() != 0 {
+            break d.timestamp();
+        }
+        assert!(begun.elapsed() < Duration::from_secs(5), "no rotation");
+        thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(a.node_id(), 1, "the lowest node id with no mark");
+    assert_eq!(rotated, stepped_back, "issues at the real, earlier time");
+    assert_eq!(
+        server.holder(&prefix, 0),
+        None,
+        "node id 0 went back to the pool"
+    );
+    let mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
+    assert!(mark >= layout.decode(Id::from(last_before)).unwrap().unix_ms());
+
+    let b = build(server.lease(&prefix)).unwrap();
+    assert_eq!(b.node_id(), 0);
+    let first_b = b.next_id().to_u64();
+    assert!(
+        after
+            .iter()
+            .chain(&before)
+            .filter(|&&id| node_of(Id::from(id)) == 0)
+            .all(|&id| id < first_b),
+        "node id 0's next holder starts after everything issued on it"
+    );
+    let mut all: Vec<u64> = before.into_iter().chain(after).chain([first_b]).collect();
+    assert_unique(&mut all);
 }
