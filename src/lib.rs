@@ -78,7 +78,11 @@
 //!   that, `OnExhausted::Wait` waits for the next millisecond; use
 //!   `OnExhausted::Borrow` for bursts or a layout with a wider sequence.
 //! - Uniqueness across machines rests on distinct node ids: assign them with
-//!   care (one per process, never reused while the old holder may live).
+//!   care (one per process, never reused while the old holder may live), or
+//!   lease them from etcd or Redis (features `etcd`, `redis`): a leased
+//!   generator issues only while its lease is proven valid, and each holder
+//!   of a node id starts after the high-water mark its predecessors left in
+//!   the store.
 //! - Without [`Builder::persist`], a restarted process whose wall clock was
 //!   stepped back can reissue IDs its predecessor issued: the monotonic clock
 //!   protects only within one process.
@@ -88,7 +92,14 @@
 //!
 //! # Feature flags
 //!
-//! None yet: the default build depends only on `crossbeam-utils` and `quanta`.
+//! - `etcd`: node ids leased from etcd, with fencing (`Lease::etcd`,
+//!   `Builder::lease`). Building it needs `protoc` (Debian:
+//!   `protobuf-compiler`) for etcd-client's gRPC code.
+//! - `redis`: node ids leased from Redis, with fencing (`Lease::redis`).
+//!
+//! The default build depends only on `crossbeam-utils` and `quanta`; static
+//! node ids from an environment variable or a StatefulSet ordinal
+//! ([`node_id`]) need no feature.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
