@@ -32,7 +32,8 @@ const CPU_BUDGET: f64 = 0.5;
 const FLEET: f64 = 1024.0;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base = std::env::var_os("FLAKEID_MEASURE_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let base =
+        std::env::var_os("FLAKEID_MEASURE_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let window = Duration::from_secs(
         std::env::var("FLAKEID_MEASURE_SECONDS")
             .ok()
@@ -60,8 +61,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     row("claim (build), 99th percentile", &|m| {
         ms(m.claim[m.claim.len() * 99 / 100])
     });
-    row("release (drop), median", &|m| ms(m.release[m.release.len() / 2]));
-    row("requests per renewal", &|m| m.requests_per_renewal.to_string());
+    row("release (drop), median", &|m| {
+        ms(m.release[m.release.len() / 2])
+    });
+    row("requests per renewal", &|m| {
+        m.requests_per_renewal.to_string()
+    });
     row("bytes per renewal (both ways, TCP payload)", &|m| {
         format!("{:.0}", m.bytes_per_renewal)
     });
@@ -82,7 +87,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "largest fleet at TTL {TTL:?}, {:.0}% of a core",
             CPU_BUDGET * 100.0
         ),
-        &|m| format!("{:.0}", CPU_BUDGET / (m.cpu_per_renewal * renewals_per_node)),
+        &|m| {
+            format!(
+                "{:.0}",
+                CPU_BUDGET / (m.cpu_per_renewal * renewals_per_node)
+            )
+        },
     );
     row("1,024 nodes: renewals/s", &|_| {
         format!("{:.0}", FLEET * renewals_per_node)
@@ -128,7 +138,9 @@ fn ms(d: Duration) -> String {
 }
 
 fn lease(server: &Server, prefix: &str) -> Lease {
-    lease_at(server.kind, server.addr(), prefix).ttl(TTL).safety_margin(TTL / 5)
+    lease_at(server.kind, server.addr(), prefix)
+        .ttl(TTL)
+        .safety_margin(TTL / 5)
 }
 
 fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::error::Error>> {
@@ -195,7 +207,7 @@ fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::e
     let (cpu1, count1) = (cpu_seconds(pid)?, renewal_requests(server)?);
     drop(generators);
     let requests_per_renewal = match server.kind {
-        Kind::Etcd => 2, // a transaction (the mark) and a keep-alive
+        Kind::Etcd => 2,  // a transaction (the mark) and a keep-alive
         Kind::Redis => 1, // one script
     };
     let renewals = (count1 - count0) as f64 / f64::from(requests_per_renewal);
@@ -279,7 +291,14 @@ fn renewal_requests(server: &Server) -> Result<u64, Box<dyn std::error::Error>> 
             let calls = info
                 .lines()
                 .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-                .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+                .filter_map(|l| {
+                    l.split("calls=")
+                        .nth(1)?
+                        .split(',')
+                        .next()?
+                        .parse::<u64>()
+                        .ok()
+                })
                 .sum();
             Ok(calls)
         }
@@ -302,7 +321,12 @@ fn etcd_mean_fsync_ms(server: &Server) -> Option<f64> {
 fn redis_usec_per_call(server: &Server) -> Option<f64> {
     let info = ask(server, b"INFO commandstats\r\n").ok()?;
     let line = info.lines().find(|l| l.starts_with("cmdstat_evalsha:"))?;
-    line.split("usec_per_call=").nth(1)?.split(',').next()?.parse().ok()
+    line.split("usec_per_call=")
+        .nth(1)?
+        .split(',')
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn cpu_model() -> String {

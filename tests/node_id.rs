@@ -39,7 +39,11 @@ fn statefulset_host_names() {
     // The JavaScript-safe layout has 64 node ids.
     assert!(matches!(
         node_id::from_hostname("web-64", &Layout::js_safe()),
-        Err(NodeIdError::OutOfRange { value: 64, max: 63, .. })
+        Err(NodeIdError::OutOfRange {
+            value: 64,
+            max: 63,
+            ..
+        })
     ));
     assert!(matches!(
         node_id::from_hostname("web-99999999999999999999", &twitter),
@@ -76,7 +80,13 @@ fn an_unset_variable_is_named() {
 /// Runs `env_child` in a child process with the variable set to `value`.
 fn from_env_in_child(value: &str) -> String {
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "env_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "env_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, "1")
         .env("FLAKEID_TEST_NODE_ID", value)
         .output()
