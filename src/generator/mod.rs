@@ -833,7 +833,9 @@ mod tests {
             },
             u64::MAX,
         );
-        let mut builder = Generator::builder(Layout::twitter()).node_id(1);
+        let mut builder = Generator::builder(Layout::twitter())
+            .node_id(1)
+            .clock(ManualClock::new(T));
         builder.fence = Some(fence.clone());
         let g = builder.build().unwrap();
         assert_eq!(g.node_id(), 11);
