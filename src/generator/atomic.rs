@@ -104,7 +104,9 @@ impl<C: Clock> Generator<C> {
     ///
     /// With the default policies (`OnExhausted::Wait`, `OnClockBehind::Continue`)
     /// this never fails: when a tick's sequence is used up it waits for the next
-    /// tick (spinning briefly, then yielding, then sleeping).
+    /// tick (spinning briefly, then yielding, then sleeping). With a leased
+    /// node id it also waits while the lease cannot be proven valid, until the
+    /// keeper has claimed a node id again.
     ///
     /// # Panics
     ///
@@ -136,7 +138,9 @@ impl<C: Clock> Generator<C> {
     /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`;
     /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
     /// `OnClockBehind::Wait` runs out; [`GenerateError::Expired`] past the
-    /// layout's last instant.
+    /// layout's last instant; [`GenerateError::Fenced`] while a leased node
+    /// id's lease cannot be proven valid (`Builder::lease`, features `etcd`
+    /// and `redis`).
     ///
     /// ```
     /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnClockBehind};
@@ -345,6 +349,24 @@ impl<C: Clock> Reserve for Generator<C> {
         self.counters.as_deref()
     }
 
+    /// One attempt; see [`Generator::poll_with`].
+    #[inline]
+    fn poll(&self, n: u64) -> Result<Step, Stall> {
+        // Checked once per call, so a generator without a lease runs a loop
+        // with the fence compiled out.
+        if self.plan.is_leased() {
+            return self.poll_leased(n);
+        }
+        self.poll_with::<false>(n)
+    }
+}
+
+impl<C: Clock> Generator<C> {
+    #[inline(never)]
+    fn poll_leased(&self, n: u64) -> Result<Step, Stall> {
+        self.poll_with::<true>(n)
+    }
+
     /// The compare-and-swap loop.
     ///
     /// The state is loaded before the clock is read, so a reading taken after
@@ -358,28 +380,35 @@ impl<C: Clock> Reserve for Generator<C> {
     /// Relaxed ordering suffices: IDs derive from this word alone, and the
     /// single modification order of one atomic makes every successful CAS
     /// start from the value the previous one stored.
-    #[inline]
-    fn poll(&self, n: u64) -> Result<Step, Stall> {
+    ///
+    /// `LEASED`: the node id is leased, so each attempt passes the fence
+    /// first and confirms its ticket after the CAS.
+    #[inline(always)]
+    fn poll_with<const LEASED: bool>(&self, n: u64) -> Result<Step, Stall> {
         let mut cur = self.state.load(Ordering::Relaxed);
         let mut now = self.clock.now_ms();
         let mut fresh = true;
         let backoff = Backoff::new();
         loop {
-            let ticket = match self.plan.gate(cur)? {
-                Gate::Pass(ticket) => ticket,
-                Gate::Switch(switched) => {
-                    // A lease switched node ids: install that first, then issue.
-                    cur = match self.state.compare_exchange(
-                        cur,
-                        switched,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => switched,
-                        Err(actual) => actual,
-                    };
-                    continue;
+            let ticket = if LEASED {
+                match self.plan.gate(cur)? {
+                    Gate::Pass(ticket) => ticket,
+                    Gate::Switch(switched) => {
+                        // A lease switched node ids: install that first, then issue.
+                        cur = match self.state.compare_exchange(
+                            cur,
+                            switched,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        ) {
+                            Ok(_) => switched,
+                            Err(actual) => actual,
+                        };
+                        continue;
+                    }
                 }
+            } else {
+                0
             };
             let step = match self.plan.advance(cur, now, n) {
                 Ok(step) => step,
@@ -398,7 +427,7 @@ impl<C: Clock> Reserve for Generator<C> {
             ) {
                 Ok(_) => {
                     self.plan.installed(&step);
-                    if !self.plan.confirm(ticket) {
+                    if LEASED && !self.plan.confirm(ticket) {
                         // Made under a lease that lapsed or was replaced
                         // meanwhile: drop these IDs, check the fence again.
                         cur = step.next;

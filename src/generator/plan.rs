@@ -231,6 +231,12 @@ impl Plan {
         ))
     }
 
+    /// Whether the node id is leased (the generator then passes the fence).
+    #[inline]
+    pub(crate) fn is_leased(&self) -> bool {
+        self.fence.is_some()
+    }
+
     /// Whether the IDs of a compare-and-swap made after [`gate`](Plan::gate)
     /// returned `Pass(ticket)` may be handed out: always without a lease;
     /// with one, only if the same grant is still valid. Unconfirmed IDs are
