@@ -40,3 +40,8 @@ fn churn_of_1000_nodes_reuses_node_ids_only_after_release_or_expiry() {
 fn a_long_clock_rollback_rotates_to_a_fresh_node_id() {
     lease_support::rotation_after_rollback(&Server::start(Kind::Etcd));
 }
+
+#[test]
+fn a_server_answering_nonsense_is_a_typed_error() {
+    lease_support::nonsense_replies(Kind::Etcd);
+}

@@ -1041,3 +1041,75 @@ pub fn rotation_after_rollback(server: &Server) {
     let mut all: Vec<u64> = before.into_iter().chain(after).chain([first_b]).collect();
     assert_unique(&mut all);
 }
+
+/// A server that answers every connection with `reply` and then keeps
+/// reading until the client goes: what a misconfigured port (another
+/// service, a proxy's error page) looks like to a lease.
+pub struct Impostor {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl Impostor {
+    pub fn new(reply: &'static [u8]) -> Impostor {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((mut client, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                thread::spawn(move || {
+                    let _ = client.set_nonblocking(false);
+                    let mut buf = [0u8; 4096];
+                    // Answer each request with the same nonsense.
+                    while let Ok(n) = client.read(&mut buf) {
+                        if n == 0 || client.write_all(reply).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Impostor { addr, stop }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Impostor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A server that answers nonsense gets a typed error within the connect
+/// timeout, never a panic or a hang.
+pub fn nonsense_replies(kind: Kind) {
+    let reply: &'static [u8] = match kind {
+        // Not HTTP/2: the gRPC connection cannot be set up.
+        Kind::Etcd => b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+        // Well-formed Redis integers where a script result is expected (two
+        // per request: the client pipelines two commands when connecting).
+        Kind::Redis => b":5\r\n:5\r\n",
+    };
+    let impostor = Impostor::new(reply);
+    let timeout = Duration::from_millis(800);
+    let begun = Instant::now();
+    let result = build(lease_at(kind, impostor.addr(), "nonsense").connect_timeout(timeout));
+    let took = begun.elapsed();
+    eprintln!("{kind:?} answering nonsense: {result:?} after {took:?}");
+    // Not a transport problem (the server answers at once), but replies
+    // flakeid cannot use.
+    assert!(
+        matches!(result, Err(BuildError::Lease(LeaseError::BadReply { .. }))),
+        "{result:?}"
+    );
+    assert!(took < timeout, "took {took:?}");
+}
