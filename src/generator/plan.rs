@@ -446,9 +446,10 @@ impl Plan {
     fn behind(&self, cur: u64, ts: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
         if let Some(fence) = &self.fence {
             // The rotation policy of a leased node id: after a long enough
-            // rollback, the keeper moves to a node id fresh at this time.
+            // rollback, the keeper moves to a node id fresh at this time. A
+            // lead up to the `Borrow` allowance is not a rollback.
             let now = self.ticks(now_ms);
-            fence.behind(cur & self.node_mask, now, ts - now);
+            fence.behind(cur & self.node_mask, now, ts - now - self.lead_ticks);
         }
         match self.on_behind {
             OnClockBehind::Wait { .. } | OnClockBehind::Error => Err(Stall::Behind {

@@ -194,7 +194,8 @@ impl Lease {
     }
 
     /// The rotation policy: after the clock reads `threshold` or more behind
-    /// the generator's last timestamp, give the node id back and claim one
+    /// the generator's last timestamp (beyond what `OnExhausted::Borrow`
+    /// allows it to lead), give the node id back and claim one
     /// whose mark is before the clock, then issue at the real time under it
     /// (the timestamp goes back under the new node id; IDs stay unique).
     /// Without it (the default) the generator's
