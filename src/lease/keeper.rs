@@ -271,9 +271,15 @@ impl<S: Store> Run<S> {
                 return;
             }
             let now = self.fence.now_ns();
-            if let (Some((node_bits, now_tick)), Some(h)) = (self.fence.take_rotation(), &held)
+            // A request waiting out the pause after a failed rotation stays
+            // posted, so the generator does not post (and wake us) again.
+            let rotation = if now >= next_rotation {
+                self.fence.take_rotation()
+            } else {
+                None
+            };
+            if let (Some((node_bits, now_tick)), Some(h)) = (rotation, &held)
                 && node_bits == h.node_bits
-                && now >= next_rotation
             {
                 let fresh_before = self.settings.layout.unix_ms(now_tick);
                 match self.claim(Some(fresh_before)) {
