@@ -713,6 +713,9 @@ pub fn race_child() {
 
 /// What one generator thread saw, stamped on the monotonic clock.
 #[derive(Default)]
+/// Calls are stamped when they start: a call that starts after the fence's
+/// deadline cannot return an ID (it confirms each ID against the deadline
+/// later still), whatever the scheduler does to the thread.
 struct Seen {
     ids: Vec<(Instant, u64)>,
     fenced: Vec<Instant>,
@@ -738,14 +741,15 @@ pub fn killed_then_restarted(server: &mut Server) {
                 s.spawn(move || {
                     let mut seen = Seen::default();
                     while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
                         match g.try_next_id() {
                             Ok(id) => {
-                                seen.ids.push((Instant::now(), id.to_u64()));
+                                seen.ids.push((start, id.to_u64()));
                                 if back.load(Ordering::Relaxed) {
                                     resumed.store(true, Ordering::Relaxed);
                                 }
                             }
-                            Err(GenerateError::Fenced) => seen.fenced.push(Instant::now()),
+                            Err(GenerateError::Fenced) => seen.fenced.push(start),
                             Err(e) => panic!("unexpected {e}"),
                         }
                         thread::sleep(Duration::from_micros(300));
@@ -773,43 +777,40 @@ pub fn killed_then_restarted(server: &mut Server) {
         (killed, restarted, seen)
     });
     let mut all = Vec::new();
+    // Every renewal that succeeded was sent before the kill, so every fence
+    // closed by then (its clock and `Instant` run at the same rate; 5 ms is
+    // for the TSC calibration).
+    let deadline = killed + TTL - MARGIN + Duration::from_millis(5);
     for (i, seen) in seen.iter().enumerate() {
-        // Fenced within the TTL of the kill (every renewal that succeeded was
-        // sent before it)...
+        // No ID from a call that started after the deadline...
+        if let Some((t, _)) = seen
+            .ids
+            .iter()
+            .find(|&&(t, _)| t > deadline && t < restarted)
+        {
+            panic!(
+                "generator {i} issued an ID in a call made {:?} after the kill",
+                *t - killed
+            );
+        }
+        // ... while calls went on (each of them fenced) ...
+        assert!(
+            seen.fenced.iter().any(|&t| t > deadline && t < restarted),
+            "generator {i} made no call between its deadline and the restart"
+        );
+        // ... and none after the generator first found itself fenced.
         let fenced_at = seen
             .fenced
             .iter()
             .copied()
             .find(|&t| t > killed)
             .unwrap_or_else(|| panic!("generator {i} was never fenced"));
-        assert!(
-            fenced_at <= killed + TTL,
-            "generator {i} fenced {:?} after the kill",
-            fenced_at - killed
-        );
-        // ... issued nothing after fencing until the server was back ...
-        let late: Vec<_> = seen
+        let late = seen
             .ids
             .iter()
             .filter(|(t, _)| *t > fenced_at && *t < restarted)
-            .collect();
-        assert!(
-            late.is_empty(),
-            "generator {i} issued {} IDs after fencing",
-            late.len()
-        );
-        // ... nothing later than a TTL after the kill in any case (the
-        // margin is the slack for stamping the time after the call returns).
-        if let Some((t, _)) = seen
-            .ids
-            .iter()
-            .find(|&&(t, _)| t < restarted && t > killed + TTL)
-        {
-            panic!(
-                "generator {i} issued an ID {:?} after the kill",
-                *t - killed
-            );
-        }
+            .count();
+        assert_eq!(late, 0, "generator {i} issued {late} IDs after fencing");
         // ... and resumed after the restart.
         assert!(
             seen.ids.iter().any(|&(t, _)| t > restarted),
