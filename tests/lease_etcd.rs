@@ -45,3 +45,8 @@ fn a_long_clock_rollback_rotates_to_a_fresh_node_id() {
 fn a_server_answering_nonsense_is_a_typed_error() {
     lease_support::nonsense_replies(Kind::Etcd);
 }
+
+#[test]
+fn a_store_that_stops_answering_fences_every_generator_at_the_deadline() {
+    lease_support::frozen_store(&Server::start(Kind::Etcd));
+}

@@ -357,6 +357,9 @@ fn redis_set(_: &str, _: &str, _: &str) {
 pub struct Proxy {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
+    /// While set, nothing is forwarded: requests hang, as behind a network
+    /// partition that drops packets.
+    frozen: Arc<AtomicBool>,
     connections: Arc<Mutex<Vec<TcpStream>>>,
     /// Bytes from client to server, and back.
     pub sent: Arc<AtomicU64>,
@@ -370,10 +373,11 @@ impl Proxy {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let cut = Arc::new(AtomicBool::new(false));
+        let frozen = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
         let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let accepting = {
-            let (cut, connections) = (cut.clone(), connections.clone());
+            let (cut, frozen, connections) = (cut.clone(), frozen.clone(), connections.clone());
             let (sent, received) = (sent.clone(), received.clone());
             thread::spawn(move || {
                 while !cut.load(Ordering::Acquire) {
@@ -404,8 +408,9 @@ impl Proxy {
                         client.try_clone().unwrap(),
                         server.try_clone().unwrap(),
                         sent.clone(),
+                        frozen.clone(),
                     );
-                    pipe(server, client, received.clone());
+                    pipe(server, client, received.clone(), frozen.clone());
                 }
                 // The listener closes here: new connections are refused.
             })
@@ -413,6 +418,7 @@ impl Proxy {
         Proxy {
             addr,
             cut,
+            frozen,
             connections,
             sent,
             received,
@@ -422,6 +428,11 @@ impl Proxy {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Stops forwarding (connections stay open, requests hang) or resumes.
+    pub fn freeze(&self, frozen: bool) {
+        self.frozen.store(frozen, Ordering::Release);
     }
 
     pub fn cut(&mut self) {
@@ -441,14 +452,21 @@ impl Drop for Proxy {
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>) {
+fn pipe(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>, frozen: Arc<AtomicBool>) {
     thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
         loop {
+            while frozen.load(Ordering::Acquire) {
+                thread::sleep(Duration::from_millis(1));
+            }
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     count.fetch_add(n as u64, Ordering::Relaxed);
+                    // Bytes read just before a freeze are held back too.
+                    while frozen.load(Ordering::Acquire) {
+                        thread::sleep(Duration::from_millis(1));
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -1113,4 +1131,69 @@ pub fn nonsense_replies(kind: Kind) {
         "{result:?}"
     );
     assert!(took < timeout, "took {took:?}");
+}
+
+/// A store that stops answering (requests hang, connections stay open) must
+/// fence every generator at the deadline even though the keeper is stuck in
+/// a request: the fence closes by itself. When the store answers again, the
+/// generators claim afresh and resume.
+pub fn frozen_store(server: &Server) {
+    const GENERATORS: usize = 4;
+    let prefix = unique_prefix("frozen");
+    let proxy = Proxy::new(server.addr());
+    let generators: Vec<Generator> = (0..GENERATORS)
+        .map(|_| build(lease_at(server.kind, proxy.addr(), &prefix)).unwrap())
+        .collect();
+    let stop = AtomicBool::new(false);
+    let (frozen, thawed, seen) = thread::scope(|s| {
+        let threads: Vec<_> = generators
+            .iter()
+            .map(|g| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut seen = Seen::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
+                        match g.try_next_id() {
+                            Ok(id) => seen.ids.push((start, id.to_u64())),
+                            Err(GenerateError::Fenced) => seen.fenced.push(start),
+                            Err(e) => panic!("unexpected {e}"),
+                        }
+                        thread::sleep(Duration::from_micros(300));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        thread::sleep(TTL);
+        let frozen = Instant::now();
+        proxy.freeze(true);
+        thread::sleep(TTL * 2);
+        let thawed = Instant::now();
+        proxy.freeze(false);
+        // Wait until every generator issues again.
+        while generators.iter().any(|g| g.try_next_id().is_err()) {
+            assert!(
+                thawed.elapsed() < Duration::from_secs(20),
+                "no resume after the thaw"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen: Vec<Seen> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        (frozen, thawed, seen)
+    });
+    let deadline = frozen + TTL - MARGIN + Duration::from_millis(5);
+    for (i, seen) in seen.iter().enumerate() {
+        if let Some((t, _)) = seen.ids.iter().find(|&&(t, _)| t > deadline && t < thawed) {
+            panic!(
+                "generator {i} issued an ID in a call made {:?} after the freeze",
+                *t - frozen
+            );
+        }
+        assert!(
+            seen.fenced.iter().any(|&t| t > deadline && t < thawed),
+            "generator {i} made no call between its deadline and the thaw"
+        );
+    }
 }
