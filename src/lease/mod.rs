@@ -11,9 +11,11 @@
 //!
 //! - **Claim**: the lowest node id in range whose node key is absent, in one
 //!   atomic step that creates the node key and raises the mark to this
-//!   holder's *ceiling* (an etcd transaction bound to a lease; a Lua script
-//!   running `SET NX`-style logic with `PX`). The mark found is the new
-//!   holder's *floor*: it issues only after it.
+//!   holder's *ceiling* (an etcd transaction bound to a lease, comparing the
+//!   node key's absence and the mark's revision; a Lua script that takes the
+//!   node key with `SET NX PX`). The mark found is the new holder's *floor*:
+//!   it issues only after it. On etcd, a claimer that loses a race picks at
+//!   random among the lowest 2, 4, 8, ... free node ids on its next tries.
 //! - **Renew** every third of the TTL: the lease's keep-alive and the mark
 //!   raised to a new ceiling (the wall clock plus the TTL), both only if the
 //!   node key is still this holder's (the etcd lease compared in a

@@ -43,7 +43,7 @@ for node = first, last do
     local mark = mark_of(mark_key)
     if type(mark) == 'table' then return mark end
     if fresh == '' or less(mark, fresh) then
-      redis.call('SET', node_key, token, 'PX', ttl)
+      redis.call('SET', node_key, token, 'NX', 'PX', ttl)
       local now = mark
       if less(mark, ceiling) then now = ceiling end
       redis.call('SET', mark_key, now)
