@@ -216,6 +216,9 @@ pub enum BuildError {
     /// The saved state could not be read, checked or written (see
     /// [`Persist`](crate::Persist)); no ID was issued.
     State(StateError),
+    /// No node id could be leased (the `etcd` and `redis` features); no ID
+    /// was issued.
+    Lease(LeaseError),
 }
 
 impl fmt::Display for BuildError {
@@ -238,6 +241,7 @@ impl fmt::Display for BuildError {
                 "random sequence start bound {bound} is out of range (1..={capacity})"
             ),
             BuildError::State(e) => e.fmt(f),
+            BuildError::Lease(e) => e.fmt(f),
         }
     }
 }
@@ -247,6 +251,7 @@ impl std::error::Error for BuildError {
         match self {
             BuildError::Field(e) => Some(e),
             BuildError::State(e) => Some(e),
+            BuildError::Lease(e) => Some(e),
             _ => None,
         }
     }
@@ -263,6 +268,163 @@ impl From<StateError> for BuildError {
         BuildError::State(e)
     }
 }
+
+impl From<LeaseError> for BuildError {
+    fn from(e: LeaseError) -> Self {
+        BuildError::Lease(e)
+    }
+}
+
+/// A node id could not be leased from etcd or Redis (the `etcd` and `redis`
+/// features), or a lease is configured wrongly.
+///
+/// Building a generator with a lease fails with one of these (inside
+/// [`BuildError::Lease`]); a running generator's keeper retries instead, and
+/// the generator is fenced ([`GenerateError::Fenced`]) until a claim succeeds.
+///
+/// ```
+/// use flakeid::LeaseError;
+///
+/// let e = LeaseError::AllHeld { first: 0, last: 1023 };
+/// assert_eq!(e.to_string(), "every node id in 0..=1023 is held by another generator");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// Every node id in the range is leased by another generator.
+    AllHeld {
+        /// The first node id of the range.
+        first: u64,
+        /// The last node id of the range.
+        last: u64,
+    },
+    /// The server did not answer within the time allowed (refused the
+    /// connection, timed out, or the connection broke).
+    Unreachable {
+        /// The server, as configured.
+        server: String,
+        /// How long flakeid tried.
+        waited: Duration,
+        /// The last error seen.
+        reason: String,
+    },
+    /// The server answered something flakeid cannot use: a malformed reply,
+    /// or a value under the key prefix that flakeid did not write.
+    BadReply {
+        /// What was wrong.
+        reason: String,
+    },
+    /// The server refused a request (authentication, permissions, a
+    /// read-only replica, out of memory, ...).
+    Refused {
+        /// The server's error.
+        reason: String,
+    },
+    /// The lease is configured wrongly (a TTL shorter than its safety margin,
+    /// a node-id range outside the layout, lease with persistence, ...).
+    Config {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseError::AllHeld { first, last } => write!(
+                f,
+                "every node id in {first}..={last} is held by another generator"
+            ),
+            LeaseError::Unreachable {
+                server,
+                waited,
+                reason,
+            } => write!(f, "no answer from {server} within {waited:?}: {reason}"),
+            LeaseError::BadReply { reason } => {
+                write!(f, "unexpected reply from the lease store: {reason}")
+            }
+            LeaseError::Refused { reason } => {
+                write!(f, "the lease store refused the request: {reason}")
+            }
+            LeaseError::Config { reason } => write!(f, "invalid lease configuration: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {}
+
+/// A node id could not be read from the environment or the host name, or it
+/// does not fit the layout (see [`node_id`](crate::node_id)).
+///
+/// ```
+/// use flakeid::{Layout, NodeIdError, node_id};
+///
+/// let err = node_id::from_hostname("web", &Layout::twitter()).unwrap_err();
+/// assert_eq!(err, NodeIdError::NoOrdinal { hostname: "web".into() });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeIdError {
+    /// The environment variable is not set.
+    NotSet {
+        /// The variable's name.
+        var: String,
+    },
+    /// The value is not a non-negative decimal integer.
+    NotANumber {
+        /// Where it came from, for example `env FLAKEID_NODE_ID`.
+        source: String,
+        /// The value found.
+        value: String,
+    },
+    /// The host name does not end in `-<ordinal>`, as a StatefulSet pod's
+    /// (`web-3`) does.
+    NoOrdinal {
+        /// The host name.
+        hostname: String,
+    },
+    /// The node id is larger than the layout's largest.
+    OutOfRange {
+        /// Where it came from.
+        source: String,
+        /// The node id found.
+        value: u64,
+        /// The layout's largest node id.
+        max: u64,
+    },
+    /// The host name could not be read.
+    Hostname {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for NodeIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeIdError::NotSet { var } => {
+                write!(f, "environment variable {var} is not set")
+            }
+            NodeIdError::NotANumber { source, value } => {
+                write!(
+                    f,
+                    "{source} is {value:?}, not a node id (a decimal integer)"
+                )
+            }
+            NodeIdError::NoOrdinal { hostname } => write!(
+                f,
+                "host name {hostname:?} does not end in -<ordinal> like a StatefulSet pod's"
+            ),
+            NodeIdError::OutOfRange { source, value, max } => write!(
+                f,
+                "node id {value} from {source} is out of the layout's range (0..={max})"
+            ),
+            NodeIdError::Hostname { reason } => write!(f, "cannot read the host name: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeIdError {}
 
 /// The saved generator state (the restart-safety high-water marks) is missing
 /// a part, damaged, from elsewhere, or cannot be stored.

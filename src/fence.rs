@@ -5,15 +5,35 @@
 //! claims a node id and keeps pushing its deadline forward while renewals
 //! succeed. The deadline is on a monotonic clock of its own (the TSC through
 //! `quanta`), whatever clock the generator reads, so a wall clock stepped back
-//! cannot extend a lease. Every call of a fenced generator checks it before its
-//! compare-and-swap.
+//! cannot extend a lease. Nothing has to happen for the fence to close: a
+//! generator thread compares the deadline with the time itself, so a keeper
+//! thread that is starved or paused cannot keep a lapsed lease open.
+//!
+//! # Reading a grant consistently
+//!
+//! A grant is several words (node bits, floor, ceiling, rewind), replaced
+//! together when the keeper claims a node id, and read by every generator
+//! call. They are published like a seqlock: the keeper makes `generation` odd,
+//! writes the words, and makes it even again; a reader takes a grant only if
+//! it saw the same even generation before and after reading the words. The
+//! generation a reader saw is its *ticket*: after its compare-and-swap, the
+//! generator [confirms](Fence::confirm) that the generation is unchanged and
+//! the deadline not passed, so an ID is handed out only if it was installed
+//! while the grant it was made under was still valid. An ID that fails the
+//! confirmation is dropped (never returned), which is harmless: IDs need to be
+//! unique, not dense.
 
-use crate::primitive::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::thread::Thread;
+
+use crate::primitive::{AtomicBool, AtomicU64, Ordering, fence as atomic_fence};
 
 #[derive(Debug)]
 pub(crate) struct Fence {
     clock: quanta::Clock,
     origin: u64,
+    /// Seqlock generation of the grant: odd while the keeper replaces it.
+    generation: AtomicU64,
     /// Monotonic nanoseconds since `origin` until which the lease is proven
     /// valid; 0 while closed.
     valid_until: AtomicU64,
@@ -22,8 +42,23 @@ pub(crate) struct Fence {
     /// The highest timestamp field a previous holder of that node id may
     /// have used: the generator issues only after it.
     floor: AtomicU64,
-    /// 1 if the grant rewinds the timestamp to the floor.
-    rewind: AtomicU64,
+    /// The highest timestamp field the store has recorded for this holder:
+    /// the generator enters no tick above it. Only grows within a generation.
+    ceiling: AtomicU64,
+    /// The grant moves the timestamp back to the floor (rotation).
+    rewind: AtomicBool,
+    /// The highest tick a generator was refused for want of ceiling (0: none);
+    /// the keeper raises the ceiling past it.
+    wanted: AtomicU64,
+    /// A clock rollback of this many ticks makes the generator ask for a
+    /// fresh node id (0: never).
+    rotate_after: AtomicU64,
+    /// A rotation request: the clock's tick plus one (0: none) ...
+    rotate_below: AtomicU64,
+    /// ... and the node bits of the state that was behind.
+    rotate_node: AtomicU64,
+    /// The keeper thread, woken by requests.
+    keeper: OnceLock<Thread>,
 }
 
 /// What an open fence grants.
@@ -34,6 +69,9 @@ pub(crate) struct Grant {
     /// The highest timestamp field any earlier holder of that node id may
     /// have used; the generator issues only after it.
     pub(crate) floor: u64,
+    /// The highest timestamp field this holder may use until the keeper
+    /// records a higher one in the store.
+    pub(crate) ceiling: u64,
     /// Restart the timestamp right after `floor` even if the generator's own
     /// timestamp is later (rotating to a fresh node id after the clock stepped
     /// back: IDs then go back in time under the new node id, still unique).
@@ -41,9 +79,17 @@ pub(crate) struct Grant {
     pub(crate) rewind: bool,
 }
 
+/// What a generator keeps while its node id is leased: the lease keeper,
+/// told the generator's final state when the generator is dropped.
+pub(crate) trait Keeper: Send + Sync {
+    /// Stops keeping the lease and gives the node id back, recording that
+    /// the generator's last state had `node_bits` and timestamp field `ts`.
+    fn release(self: Box<Self>, node_bits: u64, ts: u64);
+}
+
 // Opened, extended and closed by the lease keepers behind the `etcd` and
 // `redis` features; the default build only checks it.
-#[allow(dead_code)]
+#[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
 impl Fence {
     /// A closed fence on the TSC clock.
     pub(crate) fn new() -> Fence {
@@ -55,10 +101,17 @@ impl Fence {
         Fence {
             clock,
             origin,
+            generation: AtomicU64::new(0),
             valid_until: AtomicU64::new(0),
             node_bits: AtomicU64::new(0),
             floor: AtomicU64::new(0),
-            rewind: AtomicU64::new(0),
+            ceiling: AtomicU64::new(0),
+            rewind: AtomicBool::new(false),
+            wanted: AtomicU64::new(0),
+            rotate_after: AtomicU64::new(0),
+            rotate_below: AtomicU64::new(0),
+            rotate_node: AtomicU64::new(0),
+            keeper: OnceLock::new(),
         }
     }
 
@@ -70,76 +123,271 @@ impl Fence {
             .max(1)
     }
 
-    /// The grant, if the lease is proven valid right now.
+    /// The grant and its ticket, if the lease is proven valid right now.
     #[inline]
-    pub(crate) fn check(&self) -> Option<Grant> {
-        let until = self.valid_until.load(Ordering::Acquire);
-        if self.now_ns() >= until {
+    pub(crate) fn check(&self) -> Option<(Grant, u64)> {
+        let ticket = self.generation.load(Ordering::Acquire);
+        if ticket & 1 == 1 {
+            // Being replaced: the keeper closed the fence first anyway.
             return None;
         }
-        Some(Grant {
+        let until = self.valid_until.load(Ordering::Relaxed);
+        let grant = Grant {
             node_bits: self.node_bits.load(Ordering::Relaxed),
             floor: self.floor.load(Ordering::Relaxed),
-            rewind: self.rewind.load(Ordering::Relaxed) == 1,
-        })
+            ceiling: self.ceiling.load(Ordering::Relaxed),
+            rewind: self.rewind.load(Ordering::Relaxed),
+        };
+        // Orders the loads above before the generation's second reading.
+        atomic_fence(Ordering::Acquire);
+        if self.generation.load(Ordering::Relaxed) != ticket || self.now_ns() >= until {
+            return None;
+        }
+        Some((grant, ticket))
+    }
+
+    /// The ceiling of the current grant; read between [`check`](Fence::check)
+    /// and [`confirm`](Fence::confirm), which tells whether it belonged to
+    /// the checked grant.
+    #[inline]
+    pub(crate) fn ceiling(&self) -> u64 {
+        self.ceiling.load(Ordering::Relaxed)
+    }
+
+    /// After a compare-and-swap made under the grant of `ticket`: whether that
+    /// grant is still the current one and still valid. A generator hands out
+    /// the IDs of the swap only if so.
+    #[inline]
+    pub(crate) fn confirm(&self, ticket: u64) -> bool {
+        // Keeps the loads below after the compare-and-swap (its load half);
+        // what is left is the few nanoseconds a TSC read may run early,
+        // which the safety margin covers many times over.
+        atomic_fence(Ordering::Acquire);
+        let until = self.valid_until.load(Ordering::Relaxed);
+        atomic_fence(Ordering::Acquire);
+        self.generation.load(Ordering::Relaxed) == ticket && self.now_ns() < until
     }
 
     /// Opens the fence for a fresh claim, valid until `valid_until_ns`.
+    /// Called by one thread at a time (the keeper).
     pub(crate) fn open(&self, grant: Grant, valid_until_ns: u64) {
-        self.close();
+        // Even between writes; the keeper is the only writer.
+        let generation = self.generation.load(Ordering::Relaxed);
+        self.generation
+            .store(generation.wrapping_add(1), Ordering::Relaxed);
+        // Orders the odd generation before the words written below.
+        atomic_fence(Ordering::Release);
+        self.valid_until.store(0, Ordering::Relaxed);
         self.node_bits.store(grant.node_bits, Ordering::Relaxed);
         self.floor.store(grant.floor, Ordering::Relaxed);
-        self.rewind
-            .store(u64::from(grant.rewind), Ordering::Relaxed);
-        self.valid_until.store(valid_until_ns, Ordering::Release);
+        self.ceiling.store(grant.ceiling, Ordering::Relaxed);
+        self.rewind.store(grant.rewind, Ordering::Relaxed);
+        self.valid_until.store(valid_until_ns, Ordering::Relaxed);
+        self.generation
+            .store(generation.wrapping_add(2), Ordering::Release);
     }
 
-    /// Pushes the deadline of an open fence forward after a renewal; a closed
-    /// fence stays closed (only a fresh claim reopens it).
-    pub(crate) fn extend(&self, valid_until_ns: u64) {
-        let _ = self
-            .valid_until
-            .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
-                (until != 0 && valid_until_ns > until).then_some(valid_until_ns)
-            });
+    /// Pushes the deadline of an open fence forward after a renewal, and
+    /// raises the ceiling to what the store now records; a closed fence stays
+    /// closed (only a fresh claim reopens it).
+    pub(crate) fn extend(&self, valid_until_ns: u64, ceiling: u64) {
+        let extended =
+            self.valid_until
+                .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
+                    (until != 0).then_some(until.max(valid_until_ns))
+                });
+        if extended.is_ok() {
+            self.ceiling.fetch_max(ceiling, Ordering::Release);
+        }
     }
 
     /// Closes the fence: nothing more is issued until a fresh claim.
     pub(crate) fn close(&self) {
         self.valid_until.store(0, Ordering::Release);
     }
+
+    /// Tells the keeper (cold path) that a generator needs `tick` covered.
+    #[cold]
+    pub(crate) fn want(&self, tick: u64) {
+        if self.wanted.fetch_max(tick, Ordering::Relaxed) < tick {
+            self.wake();
+        }
+    }
+
+    /// The highest tick a generator was refused for want of ceiling (0: none).
+    pub(crate) fn wanted(&self) -> u64 {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// Makes a clock rollback of `ticks` or more ask for a fresh node id.
+    pub(crate) fn rotate_after(&self, ticks: u64) {
+        self.rotate_after.store(ticks, Ordering::Relaxed);
+    }
+
+    /// Notes (cold path) that a generator whose state carries `node_bits`
+    /// found the clock at `now_tick`, `behind` ticks behind its timestamp.
+    #[cold]
+    pub(crate) fn behind(&self, node_bits: u64, now_tick: u64, behind: u64) {
+        let after = self.rotate_after.load(Ordering::Relaxed);
+        if after == 0 || behind < after || self.rotate_below.load(Ordering::Relaxed) != 0 {
+            return;
+        }
+        self.rotate_node.store(node_bits, Ordering::Relaxed);
+        self.rotate_below
+            .store(now_tick.saturating_add(1), Ordering::Release);
+        self.wake();
+    }
+
+    /// A pending rotation request: the node bits that were behind, and the
+    /// clock's tick then (a fresh node id must have no timestamp at or after
+    /// it).
+    pub(crate) fn take_rotation(&self) -> Option<(u64, u64)> {
+        let below = self.rotate_below.swap(0, Ordering::Acquire);
+        (below != 0).then(|| (self.rotate_node.load(Ordering::Relaxed), below - 1))
+    }
+
+    /// Registers the thread that requests wake.
+    pub(crate) fn set_keeper(&self, thread: Thread) {
+        let _ = self.keeper.set(thread);
+    }
+
+    fn wake(&self) {
+        if let Some(keeper) = self.keeper.get() {
+            keeper.unpark();
+        }
+    }
 }
 
 #[cfg(all(test, not(flakeid_loom)))]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::sync::atomic::AtomicBool as StdBool;
+    use std::time::{Duration, Instant};
+
+    fn grant(node: u64, floor: u64) -> Grant {
+        Grant {
+            node_bits: node << 12,
+            floor,
+            ceiling: u64::MAX,
+            rewind: false,
+        }
+    }
 
     #[test]
     fn a_fence_opens_expires_extends_and_closes() {
         let (clock, mock) = quanta::Clock::mock();
         let fence = Fence::with_clock(clock);
         assert_eq!(fence.check(), None, "closed at first");
-        let grant = Grant {
-            node_bits: 5 << 12,
-            floor: 99,
-            rewind: false,
+        let g = Grant {
+            ceiling: 500,
+            ..grant(5, 99)
         };
-        fence.open(grant, 1_000_000);
-        assert_eq!(fence.check(), Some(grant));
+        fence.open(g, 1_000_000);
+        let (seen, ticket) = fence.check().unwrap();
+        assert_eq!(seen, g);
         mock.increment(Duration::from_micros(999));
-        assert_eq!(fence.check(), Some(grant));
-        fence.extend(2_000_000);
+        assert_eq!(fence.check(), Some((g, ticket)));
+        fence.extend(2_000_000, 700);
         mock.increment(Duration::from_micros(500));
-        assert_eq!(fence.check(), Some(grant), "extended");
+        assert_eq!(
+            fence.check(),
+            Some((Grant { ceiling: 700, ..g }, ticket)),
+            "extended, the ceiling raised, the same grant"
+        );
+        assert!(fence.confirm(ticket));
         mock.increment(Duration::from_micros(600));
         assert_eq!(fence.check(), None, "expired at the deadline");
+        assert!(!fence.confirm(ticket));
         fence.close();
-        fence.extend(u64::MAX);
+        fence.extend(u64::MAX, u64::MAX);
         assert_eq!(
             fence.check(),
             None,
             "a renewal does not reopen a closed fence"
         );
+        assert_eq!(fence.ceiling(), 700, "nor raises its ceiling");
+    }
+
+    /// A fence on a mocked clock (Miri cannot calibrate the TSC).
+    fn fence() -> Fence {
+        Fence::with_clock(quanta::Clock::mock().0)
+    }
+
+    #[test]
+    fn a_ticket_from_a_replaced_grant_is_not_confirmed() {
+        let fence = fence();
+        fence.open(grant(1, 10), u64::MAX);
+        let (_, old) = fence.check().unwrap();
+        assert!(fence.confirm(old));
+        // Lost and claimed again: same node id, a later floor.
+        fence.close();
+        fence.open(grant(1, 20), u64::MAX);
+        let (now, new) = fence.check().unwrap();
+        assert_eq!(now.floor, 20);
+        assert!(!fence.confirm(old), "an ID made under the old grant");
+        assert!(fence.confirm(new));
+    }
+
+    /// The bug this layout fixes: the words were separate atomics read after
+    /// the deadline, so a checker racing a close-and-open could pair one
+    /// grant's node bits with another's floor (and issue under the new node
+    /// id below its floor). Each grant here is a distinct (node, floor,
+    /// rewind) triple; every grant a checker sees must be one of them.
+    #[test]
+    fn a_checker_never_sees_one_grants_node_with_anothers_floor() {
+        let fence = fence();
+        let make = |i: u64| Grant {
+            node_bits: i << 12,
+            floor: i * 1000,
+            ceiling: i * 1000 + 7,
+            rewind: i % 2 == 1,
+        };
+        fence.open(make(1), u64::MAX);
+        let stop = StdBool::new(false);
+        let (torn, seen) = std::thread::scope(|s| {
+            let checker = s.spawn(|| {
+                let (mut torn, mut seen) = (0u64, 0u64);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Some((g, _)) = fence.check() {
+                        seen += 1;
+                        if g != make(g.node_bits >> 12) {
+                            torn += 1;
+                        }
+                    }
+                }
+                (torn, seen)
+            });
+            let start = Instant::now();
+            let mut k = 0u64;
+            let run_for = Duration::from_millis(if cfg!(miri) { 20 } else { 300 });
+            while start.elapsed() < run_for {
+                for _ in 0..if cfg!(miri) { 10 } else { 1000 } {
+                    fence.open(make(1 + k % 7), u64::MAX);
+                    k += 1;
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            checker.join().unwrap()
+        });
+        assert!(seen > 0, "the checker never saw an open fence");
+        assert_eq!(torn, 0, "{torn} torn grants among {seen}");
+    }
+
+    #[test]
+    fn requests_reach_the_keeper_once() {
+        let fence = fence();
+        assert_eq!(fence.wanted(), 0);
+        fence.want(5);
+        fence.want(3);
+        assert_eq!(fence.wanted(), 5);
+        fence.behind(1 << 12, 100, 1_000_000);
+        assert_eq!(fence.take_rotation(), None, "rotation is off");
+        fence.rotate_after(50);
+        fence.behind(1 << 12, 100, 49);
+        assert_eq!(fence.take_rotation(), None, "below the threshold");
+        fence.behind(1 << 12, 100, 50);
+        fence.behind(2 << 12, 90, 60);
+        assert_eq!(fence.take_rotation(), Some((1 << 12, 100)), "the first");
+        assert_eq!(fence.take_rotation(), None);
     }
 }

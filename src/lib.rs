@@ -83,7 +83,11 @@
 //!   that, `OnExhausted::Wait` waits for the next millisecond; use
 //!   `OnExhausted::Borrow` for bursts or a layout with a wider sequence.
 //! - Uniqueness across machines rests on distinct node ids: assign them with
-//!   care (one per process, never reused while the old holder may live).
+//!   care (one per process, never reused while the old holder may live), or
+//!   lease them from etcd or Redis (features `etcd`, `redis`): a leased
+//!   generator issues only while its lease is proven valid, and each holder
+//!   of a node id starts after the high-water mark its predecessors left in
+//!   the store.
 //! - Without [`Builder::persist`], a restarted process whose wall clock was
 //!   stepped back can reissue IDs its predecessor issued: the monotonic clock
 //!   protects only within one process.
@@ -104,6 +108,13 @@
 //!   timer instead of blocking the thread (adds `tokio` with `time`).
 //! - `cli`: the `flakeid` command: `gen`, `decode`, `bench` (adds `clap`
 //!   and `serde_json`; turns on `public-ids`).
+//! - `etcd`: node ids leased from etcd, with fencing (`Lease::etcd`,
+//!   `Builder::lease`). Building it needs `protoc` (Debian:
+//!   `protobuf-compiler`) for etcd-client's gRPC code.
+//! - `redis`: node ids leased from Redis, with fencing (`Lease::redis`).
+//!
+//! Static node ids from an environment variable or a StatefulSet ordinal
+//! ([`node_id`]) need no feature.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -114,6 +125,9 @@ mod generator;
 mod id;
 mod id_string;
 mod layout;
+#[cfg(any(feature = "etcd", feature = "redis"))]
+mod lease;
+pub mod node_id;
 mod persist;
 mod primitive;
 #[cfg(feature = "public-ids")]
@@ -125,7 +139,8 @@ pub mod serde;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, RecentClock, SystemClock};
 pub use error::{
-    BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, ParseIdError, StateError,
+    BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, LeaseError, NodeIdError,
+    ParseIdError, StateError,
 };
 pub use generator::{
     Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
@@ -133,6 +148,8 @@ pub use generator::{
 pub use id::Id;
 pub use id_string::{IdFormat, IdString};
 pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
+#[cfg(any(feature = "etcd", feature = "redis"))]
+pub use lease::Lease;
 pub use persist::{FileStore, InvalidState, Persist, RestartRule, StateStore};
 #[cfg(feature = "public-ids")]
 #[cfg_attr(docsrs, doc(cfg(feature = "public-ids")))]

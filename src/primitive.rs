@@ -7,12 +7,12 @@
 //! pauses instead of reading the wall clock (loom runs must be deterministic).
 
 #[cfg(not(flakeid_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 #[cfg(not(flakeid_loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(flakeid_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 #[cfg(flakeid_loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 

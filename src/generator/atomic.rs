@@ -4,12 +4,13 @@ use std::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::plan::{Plan, Stall, Step};
+use super::plan::{Gate, Plan, Stall, Step};
 use super::stats::{Counters, Stats};
 use super::wait::{self, Mode, Reserve};
 use super::{Builder, IdBatch, IdGenerator, Parts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
+use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::Persister;
@@ -62,6 +63,7 @@ pub struct Generator<C = MonotonicClock> {
     clock: C,
     counters: Option<Box<Counters>>,
     persister: Option<Persister>,
+    keeper: Option<Box<dyn Keeper>>,
 }
 
 impl Generator {
@@ -94,6 +96,7 @@ impl<C: Clock> Generator<C> {
             clock: parts.clock,
             counters: parts.counters.then(Box::default),
             persister: parts.persister,
+            keeper: parts.keeper,
         }
     }
 
@@ -101,7 +104,9 @@ impl<C: Clock> Generator<C> {
     ///
     /// With the default policies (`OnExhausted::Wait`, `OnClockBehind::Continue`)
     /// this never fails: when a tick's sequence is used up it waits for the next
-    /// tick (spinning briefly, then yielding, then sleeping).
+    /// tick (spinning briefly, then yielding, then sleeping). With a leased
+    /// node id it also waits while the lease cannot be proven valid, until the
+    /// keeper has claimed a node id again.
     ///
     /// # Panics
     ///
@@ -133,7 +138,9 @@ impl<C: Clock> Generator<C> {
     /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`;
     /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
     /// `OnClockBehind::Wait` runs out; [`GenerateError::Expired`] past the
-    /// layout's last instant.
+    /// layout's last instant; [`GenerateError::Fenced`] while a leased node
+    /// id's lease cannot be proven valid (`Builder::lease`, features `etcd`
+    /// and `redis`).
     ///
     /// ```
     /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnClockBehind};
@@ -241,10 +248,15 @@ impl<C: Clock> Generator<C> {
     /// The node id in the IDs (all node fields as one number): the
     /// configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        // The state carries the node id, which a lease may change.
+        // The state carries the node id, which a lease may change; before
+        // the first ID under a new lease, the lease's grant has it.
+        let id = match self.plan.leased_node_bits() {
+            Some(bits) => Id::from_u64(bits),
+            None => IdGenerator::last_id(self),
+        };
         self.plan
             .layout
-            .decode(IdGenerator::last_id(self))
+            .decode(id)
             .map_or(self.plan.node_id, |d| d.node_id())
     }
 
@@ -376,7 +388,12 @@ impl<C: Clock> Reserve for Generator<C> {
             } else {
                 self.clock.now_ms()
             };
-            return self.poll_loop(n, cur, now, None);
+            // Checked once per call, so a generator without a lease runs a
+            // loop with the fence compiled out.
+            if self.plan.is_leased() {
+                return self.poll_leased(n, cur, now);
+            }
+            return self.poll_loop::<false>(n, cur, now, None);
         };
         match self
             .state
@@ -386,7 +403,7 @@ impl<C: Clock> Reserve for Generator<C> {
                 self.issued(&step);
                 Ok(step)
             }
-            Err(actual) => self.poll_loop(n, cur, now, Some(actual)),
+            Err(actual) => self.poll_loop::<false>(n, cur, now, Some(actual)),
         }
     }
 }
@@ -400,6 +417,11 @@ impl<C: Clock> Generator<C> {
         }
     }
 
+    #[inline(never)]
+    fn poll_leased(&self, n: u64, cur: u64, now: u64) -> Result<Step, Stall> {
+        self.poll_loop::<true>(n, cur, now, None)
+    }
+
     /// The compare-and-swap loop, from state `cur` and clock reading `now`;
     /// `lost` is the state a first CAS from `cur` found instead.
     ///
@@ -407,8 +429,11 @@ impl<C: Clock> Generator<C> {
     /// another tick; otherwise the earlier reading is still as good as any,
     /// and skipping the read keeps the retry short. Before reporting a stall
     /// on a reading that has aged through retries, one fresh reading is tried.
+    ///
+    /// `LEASED`: the node id is leased, so each attempt passes the fence
+    /// first and confirms its ticket after the CAS.
     #[inline(never)]
-    fn poll_loop(
+    fn poll_loop<const LEASED: bool>(
         &self,
         n: u64,
         mut cur: u64,
@@ -421,19 +446,26 @@ impl<C: Clock> Generator<C> {
             self.lost_race(&mut cur, actual, &mut now, &mut fresh, &backoff);
         }
         loop {
-            if let Some(switched) = self.plan.gate(cur)? {
-                // A lease switched node ids: install that first, then issue.
-                cur = match self.state.compare_exchange(
-                    cur,
-                    switched,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => switched,
-                    Err(actual) => actual,
-                };
-                continue;
-            }
+            let ticket = if LEASED {
+                match self.plan.gate(cur)? {
+                    Gate::Pass(ticket) => ticket,
+                    Gate::Switch(switched) => {
+                        // A lease switched node ids: install that first, then issue.
+                        cur = match self.state.compare_exchange(
+                            cur,
+                            switched,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        ) {
+                            Ok(_) => switched,
+                            Err(actual) => actual,
+                        };
+                        continue;
+                    }
+                }
+            } else {
+                0
+            };
             let step = match self.plan.advance(cur, now, n) {
                 Ok(step) => step,
                 Err(_) if !fresh => {
@@ -450,6 +482,13 @@ impl<C: Clock> Generator<C> {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
+                    if LEASED && !self.plan.confirm(ticket) {
+                        // Made under a lease that lapsed or was replaced
+                        // meanwhile: drop these IDs, check the fence again.
+                        self.plan.installed(&step);
+                        cur = step.next;
+                        continue;
+                    }
                     self.issued(&step);
                     return Ok(step);
                 }
@@ -478,12 +517,17 @@ impl<C: Clock> Generator<C> {
 }
 
 /// With restart safety on, dropping the generator stops its writer after it
-/// saves the exact last timestamp issued.
+/// saves the exact last timestamp issued; with a leased node id, the keeper
+/// records it in the store and gives the node id back.
 impl<C> Drop for Generator<C> {
     fn drop(&mut self) {
         if let Some(persister) = self.persister.take() {
             let state = self.state.load(Ordering::Relaxed);
             persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
+        }
+        if let Some(keeper) = self.keeper.take() {
+            let state = self.state.load(Ordering::Relaxed);
+            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
         }
     }
 }

@@ -21,7 +21,7 @@ pub use stats::Stats;
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::{BuildError, FieldError, GenerateError};
-use crate::fence::Fence;
+use crate::fence::{Fence, Keeper};
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::{self, Persist, Persister};
@@ -232,6 +232,8 @@ pub struct Builder<C = MonotonicClock> {
     clock_id: u64,
     counters: bool,
     persist: Option<Persist>,
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    lease: Option<crate::lease::Lease>,
     /// Set by a node-id lease (the `etcd` and `redis` features).
     pub(crate) fence: Option<Arc<Fence>>,
 }
@@ -243,6 +245,8 @@ pub(crate) struct Parts<C> {
     pub(crate) counters: bool,
     pub(crate) state: u64,
     pub(crate) persister: Option<Persister>,
+    /// The node-id lease's keeper, released when the generator is dropped.
+    pub(crate) keeper: Option<Box<dyn Keeper>>,
 }
 
 impl Builder {
@@ -259,6 +263,8 @@ impl Builder {
             clock_id: 0,
             counters: false,
             persist: None,
+            #[cfg(any(feature = "etcd", feature = "redis"))]
+            lease: None,
             fence: None,
         }
     }
@@ -295,6 +301,8 @@ impl<C: Clock> Builder<C> {
             clock_id: self.clock_id,
             counters: self.counters,
             persist: self.persist,
+            #[cfg(any(feature = "etcd", feature = "redis"))]
+            lease: self.lease,
             fence: self.fence,
         }
     }
@@ -354,14 +362,53 @@ impl<C: Clock> Builder<C> {
         self
     }
 
+    /// Leases the node id from etcd or Redis instead of configuring it (the
+    /// `etcd` and `redis` features; see [`Lease`](crate::Lease)).
+    ///
+    /// Building then claims the lowest free node id (failing with
+    /// [`BuildError::Lease`] if every one is held, or if the server cannot
+    /// be reached within the lease's connect timeout) and starts a keeper
+    /// thread that renews the lease. The generator issues only while the
+    /// lease is proven valid: [`Generator::try_next_id`] returns
+    /// [`GenerateError::Fenced`] otherwise, and [`Generator::next_id`] waits
+    /// for a fresh claim. Dropping the generator records its last timestamp
+    /// in the store and gives the node id back. Each generator built from a
+    /// clone of this builder claims a node id of its own.
+    ///
+    /// A leased node id replaces [`node_id`](Builder::node_id) and
+    /// [`persist`](Builder::persist): the store keeps, per node id, the
+    /// high-water mark a restarted or different process starts after.
+    ///
+    /// ```no_run
+    /// use flakeid::{Generator, Layout, Lease};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let generator = Generator::builder(Layout::twitter()).lease(lease).build()?;
+    /// let id = generator.try_next_id()?; // Err(Fenced) if the lease lapsed
+    /// assert_eq!(generator.layout().decode(id)?.node_id(), generator.node_id());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
+    pub fn lease(mut self, lease: crate::lease::Lease) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
     /// Builds the lock-free [`Generator`].
     ///
     /// # Errors
     ///
     /// A [`BuildError`] if the node id or clock id does not fit the layout, a
     /// `NextClock` policy has no clock-id field to use, a `Borrow` allowance is
-    /// shorter than one tick, the random start bound is out of range, or (with
-    /// [`persist`](Builder::persist)) the saved state cannot be used.
+    /// shorter than one tick, the random start bound is out of range, (with
+    /// [`persist`](Builder::persist)) the saved state cannot be used, or
+    /// (with a lease) no node id can be leased.
     pub fn build(self) -> Result<Generator<C>, BuildError> {
         Ok(Generator::from_parts(self.into_parts()?))
     }
@@ -377,6 +424,38 @@ impl<C: Clock> Builder<C> {
 
     fn into_parts(self) -> Result<Parts<C>, BuildError> {
         let mut config = self.config()?;
+        #[cfg(any(feature = "etcd", feature = "redis"))]
+        if let Some(lease) = &self.lease {
+            if self.persist.is_some() {
+                return Err(crate::error::LeaseError::Config {
+                    reason: "a leased node id keeps its high-water mark in the lease's store; \
+                             remove Builder::persist"
+                        .into(),
+                }
+                .into());
+            }
+            let lead = match self.on_exhausted {
+                OnExhausted::Borrow { max_ahead } => max_ahead,
+                _ => std::time::Duration::ZERO,
+            };
+            let fence = Arc::new(Fence::new());
+            let keeper = crate::lease::start(lease, &self.layout, lead, &fence)?;
+            config.fence = Some(fence);
+            let clock = match self.clock {
+                ClockSource::Given(clock) => clock,
+                ClockSource::Default(make) => make(),
+            };
+            let plan = Plan::new(self.layout, config);
+            let state = plan.initial_state();
+            return Ok(Parts {
+                plan,
+                clock,
+                counters: self.counters,
+                state,
+                persister: None,
+                keeper: Some(keeper),
+            });
+        }
         let clock = match self.clock {
             ClockSource::Given(clock) => clock,
             ClockSource::Default(make) => make(),
@@ -390,6 +469,7 @@ impl<C: Clock> Builder<C> {
                 counters: self.counters,
                 state,
                 persister: None,
+                keeper: None,
             });
         };
         let now_ms = clock.now_ms();
@@ -420,6 +500,7 @@ impl<C: Clock> Builder<C> {
             counters: self.counters,
             state,
             persister: Some(started.persister),
+            keeper: None,
         })
     }
 
@@ -555,6 +636,7 @@ mod tests {
             Grant {
                 node_bits: layout.node_mask_bits(9).unwrap(),
                 floor: 0,
+                ceiling: u64::MAX,
                 rewind: false,
             },
             fence.now_ns() + 1_000_000,
@@ -579,6 +661,7 @@ mod tests {
             Grant {
                 node_bits: layout.node_mask_bits(3).unwrap(),
                 floor: 0,
+                ceiling: u64::MAX,
                 rewind: false,
             },
             u64::MAX,
@@ -590,6 +673,7 @@ mod tests {
             Grant {
                 node_bits: layout.node_mask_bits(4).unwrap(),
                 floor: now_tick + 5,
+                ceiling: u64::MAX,
                 rewind: false,
             },
             u64::MAX,
@@ -620,6 +704,7 @@ mod tests {
         let grant = |node, floor, rewind| Grant {
             node_bits: layout.node_mask_bits(node).unwrap(),
             floor,
+            ceiling: u64::MAX,
             rewind,
         };
         fence.open(grant(3, 0, false), u64::MAX);
@@ -637,6 +722,129 @@ mod tests {
     }
 
     #[test]
+    fn a_node_id_claimed_again_starts_after_the_floor_its_interim_holder_left() {
+        let Fenced {
+            fence, gens, clock, ..
+        } = fenced();
+        let layout = Layout::twitter();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        let grant = |floor| Grant {
+            node_bits: layout.node_mask_bits(3).unwrap(),
+            floor,
+            ceiling: u64::MAX,
+            rewind: false,
+        };
+        fence.open(grant(0), u64::MAX);
+        for g in &gens {
+            g.next_id();
+        }
+        // Lost node 3; someone else held it and issued up to 4 ms ahead of
+        // our clock; now it is ours again, with their mark as the floor.
+        fence.close();
+        fence.open(grant(now_tick + 4), u64::MAX);
+        clock.advance(Duration::from_millis(2));
+        for g in &gens {
+            assert!(matches!(
+                g.poll_id(),
+                Err(GenerateError::SequenceExhausted { .. })
+            ));
+        }
+        clock.advance(Duration::from_millis(3));
+        for g in &gens {
+            let d = layout.decode(g.next_id()).unwrap();
+            assert_eq!((d.node_id(), d.timestamp()), (3, now_tick + 5));
+        }
+    }
+
+    #[test]
+    fn no_tick_past_the_ceiling_until_the_store_records_it() {
+        let Fenced {
+            fence, gens, clock, ..
+        } = fenced();
+        let layout = Layout::twitter();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        fence.open(
+            Grant {
+                node_bits: layout.node_mask_bits(2).unwrap(),
+                floor: 0,
+                ceiling: now_tick,
+                rewind: false,
+            },
+            u64::MAX,
+        );
+        for g in &gens {
+            g.next_id();
+        }
+        clock.advance(Duration::from_millis(1));
+        for g in &gens {
+            // The next tick is past the ceiling: the keeper is asked to
+            // record a later one, and the generator waits for it.
+            assert_eq!(g.poll_id(), Err(GenerateError::Reserving));
+        }
+        assert_eq!(fence.wanted(), now_tick + 1);
+        fence.extend(u64::MAX, now_tick + 1);
+        for g in &gens {
+            let d = layout.decode(g.try_next_id().unwrap()).unwrap();
+            assert_eq!(d.timestamp(), now_tick + 1);
+        }
+    }
+
+    #[test]
+    fn a_long_rollback_asks_the_keeper_for_a_fresh_node_id() {
+        let Fenced {
+            fence, gens, clock, ..
+        } = fenced();
+        let layout = Layout::twitter();
+        fence.rotate_after(5_000);
+        fence.open(
+            Grant {
+                node_bits: layout.node_mask_bits(6).unwrap(),
+                floor: 0,
+                ceiling: u64::MAX,
+                rewind: false,
+            },
+            u64::MAX,
+        );
+        for g in &gens {
+            g.next_id();
+        }
+        clock.rewind(Duration::from_secs(4));
+        for g in &gens {
+            g.next_id();
+        }
+        assert_eq!(fence.take_rotation(), None, "4 s is below the threshold");
+        clock.rewind(Duration::from_secs(2));
+        let now_tick = layout.timestamp_at(clock.now_ms()).unwrap();
+        gens[0].next_id();
+        assert_eq!(
+            fence.take_rotation(),
+            Some((layout.node_mask_bits(6).unwrap(), now_tick))
+        );
+    }
+
+    #[test]
+    fn a_leased_generator_reports_the_granted_node_id_before_its_first_id() {
+        let Fenced { fence, gens, .. } = fenced();
+        let layout = Layout::twitter();
+        fence.open(
+            Grant {
+                node_bits: layout.node_mask_bits(11).unwrap(),
+                floor: 0,
+                ceiling: u64::MAX,
+                rewind: false,
+            },
+            u64::MAX,
+        );
+        let mut builder = Generator::builder(Layout::twitter())
+            .node_id(1)
+            .clock(ManualClock::new(T));
+        builder.fence = Some(fence.clone());
+        let g = builder.build().unwrap();
+        assert_eq!(g.node_id(), 11);
+        assert_eq!(gens.len(), 2);
+    }
+
+    #[test]
     fn next_id_waits_for_a_fresh_claim() {
         let Fenced { fence, gens, .. } = fenced();
         let layout = Layout::twitter();
@@ -648,6 +856,7 @@ mod tests {
                         Grant {
                             node_bits: layout.node_mask_bits(7).unwrap(),
                             floor: 0,
+                            ceiling: u64::MAX,
                             rewind: false,
                         },
                         u64::MAX,

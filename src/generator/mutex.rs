@@ -4,16 +4,17 @@ use std::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::plan::{Plan, Stall, Step};
+use super::plan::{Gate, Plan, Stall, Step};
 use super::stats::{Counters, Stats};
 use super::wait::{self, Mode, Reserve};
 use super::{Builder, IdBatch, IdGenerator, Parts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
+use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::Persister;
-use crate::primitive::{Mutex, lock};
+use crate::primitive::{Mutex, MutexGuard, lock};
 
 /// A generator with the same semantics as [`Generator`](crate::Generator),
 /// behind a mutex: the baseline the lock-free generator is measured against,
@@ -44,6 +45,7 @@ pub struct MutexGenerator<C = MonotonicClock> {
     clock: C,
     counters: Option<Box<Counters>>,
     persister: Option<Persister>,
+    keeper: Option<Box<dyn Keeper>>,
 }
 
 impl MutexGenerator {
@@ -62,6 +64,7 @@ impl<C: Clock> MutexGenerator<C> {
             clock: parts.clock,
             counters: parts.counters.then(Box::default),
             persister: parts.persister,
+            keeper: parts.keeper,
         }
     }
 
@@ -72,10 +75,15 @@ impl<C: Clock> MutexGenerator<C> {
 
     /// The node id in the IDs: the configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        // The state carries the node id, which a lease may change.
+        // The state carries the node id, which a lease may change; before
+        // the first ID under a new lease, the lease's grant has it.
+        let id = match self.plan.leased_node_bits() {
+            Some(bits) => Id::from_u64(bits),
+            None => IdGenerator::last_id(self),
+        };
         self.plan
             .layout
-            .decode(IdGenerator::last_id(self))
+            .decode(id)
             .map_or(self.plan.node_id, |d| d.node_id())
     }
 
@@ -153,29 +161,54 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
     fn poll(&self, n: u64) -> Result<Step, Stall> {
         let mut state = lock(&self.state);
         let now = self.clock.now_ms();
-        let step = match self.plan.advance_in_tick(*state, now, n) {
-            Some(step) => step,
-            None => self.advance_locked(&mut state, now, n)?,
-        };
-        *state = step.next;
-        drop(state);
-        self.plan.installed(&step);
-        if let Some(counters) = &self.counters {
-            counters.record(&step);
+        if let Some(step) = self.plan.advance_in_tick(*state, now, n) {
+            *state = step.next;
+            drop(state);
+            self.issued(&step);
+            return Ok(step);
         }
-        Ok(step)
+        self.advance_locked(state, now, n)
     }
 }
 
 /// As for [`Generator`](crate::Generator): saves the exact last timestamp.
 impl<C: Clock> MutexGenerator<C> {
+    #[inline]
+    fn issued(&self, step: &Step) {
+        self.plan.installed(step);
+        if let Some(counters) = &self.counters {
+            counters.record(step);
+        }
+    }
+
     /// Everything but the short path: the lease gate, new ticks, policies.
     #[inline(never)]
-    fn advance_locked(&self, state: &mut u64, now: u64, n: u64) -> Result<Step, Stall> {
-        if let Some(switched) = self.plan.gate(*state)? {
-            *state = switched;
+    fn advance_locked(
+        &self,
+        mut state: MutexGuard<'_, u64>,
+        mut now: u64,
+        n: u64,
+    ) -> Result<Step, Stall> {
+        loop {
+            let ticket = match self.plan.gate(*state)? {
+                Gate::Pass(ticket) => ticket,
+                Gate::Switch(switched) => {
+                    *state = switched;
+                    continue;
+                }
+            };
+            let step = self.plan.advance(*state, now, n)?;
+            *state = step.next;
+            // As in the lock-free generator: IDs made under a grant that
+            // lapsed or was replaced meanwhile are dropped.
+            if self.plan.confirm(ticket) {
+                drop(state);
+                self.issued(&step);
+                return Ok(step);
+            }
+            self.plan.installed(&step);
+            now = self.clock.now_ms();
         }
-        self.plan.advance(*state, now, n)
     }
 }
 
@@ -184,6 +217,10 @@ impl<C> Drop for MutexGenerator<C> {
         if let Some(persister) = self.persister.take() {
             let state = *lock(&self.state);
             persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
+        }
+        if let Some(keeper) = self.keeper.take() {
+            let state = *lock(&self.state);
+            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
         }
     }
 }

@@ -45,6 +45,15 @@ pub(crate) enum Event {
     },
 }
 
+/// What the lease's fence says before a compare-and-swap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Go ahead; confirm the ticket after the compare-and-swap.
+    Pass(u64),
+    /// Install this state first (the lease's node id and floor), then retry.
+    Switch(u64),
+}
+
 /// Why no transition is possible right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stall {
@@ -55,7 +64,8 @@ pub(crate) enum Stall {
     Behind { behind_ms: u64 },
     /// The clock is past what the timestamp field can hold.
     Expired,
-    /// Entering `tick` on `clock` needs a reservation not yet saved.
+    /// Entering `tick` on `clock` needs a reservation not yet saved (restart
+    /// safety's mark, or the ceiling a lease's store records).
     Unreserved { clock: u64, tick: u64 },
     /// The node-id lease cannot be proven valid.
     Fenced,
@@ -185,31 +195,71 @@ impl Plan {
     }
 
     /// With a leased node id: `Err(Fenced)` unless the lease is proven valid
-    /// now, and `Ok(Some(state))` if `cur` still carries another node id. The
-    /// caller installs that state (the lease's node id, the timestamp raised
-    /// to the previous holder's floor, or set to it for a rewinding grant, that
-    /// tick used up) before issuing.
+    /// now; `Switch(state)` if `cur` must first be moved under the grant (it
+    /// carries another node id, or a timestamp not after the previous holder's
+    /// floor), which the caller installs before issuing; otherwise `Pass` with
+    /// the ticket to [`confirm`](Plan::confirm) after the compare-and-swap.
+    ///
+    /// The switched state is the grant's node id with the floor's tick used
+    /// up: the timestamp raised to the floor, or set to it for a rewinding
+    /// grant to a new node id.
     #[inline]
-    pub(crate) fn gate(&self, cur: u64) -> Result<Option<u64>, Stall> {
+    pub(crate) fn gate(&self, cur: u64) -> Result<Gate, Stall> {
         let Some(fence) = &self.fence else {
-            return Ok(None);
+            return Ok(Gate::Pass(0));
         };
-        let grant = fence.check().ok_or(Stall::Fenced)?;
-        if cur & self.node_mask == grant.node_bits {
-            return Ok(None);
-        }
+        let (grant, ticket) = fence.check().ok_or(Stall::Fenced)?;
         let floor = grant.floor.min(self.ts_max);
-        let ts = if grant.rewind {
+        let ts = self.ts_of(cur);
+        let ts = if cur & self.node_mask == grant.node_bits {
+            // The same node id, maybe claimed again after someone else held
+            // it: nothing at or below their floor.
+            if ts > floor || (ts == floor && self.seq_of(cur) == self.seq_max) {
+                return Ok(Gate::Pass(ticket));
+            }
+            floor
+        } else if grant.rewind {
             floor
         } else {
-            self.ts_of(cur).max(floor)
+            ts.max(floor)
         };
-        Ok(Some(
+        Ok(Gate::Switch(
             (ts << self.ts_shift)
                 | (cur & self.clk_mask)
                 | grant.node_bits
                 | (self.seq_max << self.seq_shift),
         ))
+    }
+
+    /// Whether the node id is leased (the generator then passes the fence).
+    #[inline]
+    pub(crate) fn is_leased(&self) -> bool {
+        self.fence.is_some()
+    }
+
+    /// Whether the IDs of a compare-and-swap made after [`gate`](Plan::gate)
+    /// returned `Pass(ticket)` may be handed out: always without a lease;
+    /// with one, only if the same grant is still valid. Unconfirmed IDs are
+    /// dropped.
+    #[inline]
+    pub(crate) fn confirm(&self, ticket: u64) -> bool {
+        match &self.fence {
+            None => true,
+            Some(fence) => fence.confirm(ticket),
+        }
+    }
+
+    /// The node id bits in a state.
+    pub(crate) fn node_bits_of(&self, state: u64) -> u64 {
+        state & self.node_mask
+    }
+
+    /// The node id bits a valid lease grants now, if the node id is leased.
+    pub(crate) fn leased_node_bits(&self) -> Option<u64> {
+        self.fence
+            .as_ref()
+            .and_then(|f| f.check())
+            .map(|(grant, _)| grant.node_bits)
     }
 
     /// The distance between consecutive IDs of one tick.
@@ -265,6 +315,18 @@ impl Plan {
             let clock = clk_bits >> self.clk_shift;
             if !r.covers(clock, ts) {
                 return Err(Stall::Unreserved { clock, tick: ts });
+            }
+        }
+        if let Some(fence) = &self.fence {
+            // The lease's store has not yet recorded that this holder may
+            // reach `ts` (the next holder of the node id starts after what it
+            // records): ask the keeper, and wait like for a reservation.
+            if ts > fence.ceiling() {
+                fence.want(ts);
+                return Err(Stall::Unreserved {
+                    clock: clk_bits >> self.clk_shift,
+                    tick: ts,
+                });
             }
         }
         let start = self.start(ts, clk_bits);
@@ -405,6 +467,13 @@ impl Plan {
     #[cold]
     #[inline(never)]
     fn behind(&self, cur: u64, ts: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
+        if let Some(fence) = &self.fence {
+            // The rotation policy of a leased node id: after a long enough
+            // rollback, the keeper moves to a node id fresh at this time. A
+            // lead up to the `Borrow` allowance is not a rollback.
+            let now = self.ticks(now_ms);
+            fence.behind(cur & self.node_mask, now, ts - now - self.lead_ticks);
+        }
         match self.on_behind {
             OnClockBehind::Wait { .. } | OnClockBehind::Error => Err(Stall::Behind {
                 behind_ms: self.unix_ms(ts).saturating_sub(now_ms).max(1),

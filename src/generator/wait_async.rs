@@ -251,6 +251,7 @@ mod tests {
                         Grant {
                             node_bits,
                             floor: 0,
+                            ceiling: u64::MAX,
                             rewind: false,
                         },
                         u64::MAX,

@@ -1,0 +1,1227 @@
+//! Real servers for the lease tests: Debian's `etcd` (package `etcd-server`)
+//! and `redis-server`, started on 127.0.0.1 on free ports in temporary data
+//! directories, killed when dropped; a TCP proxy that can cut a client off;
+//! and the scenarios both backends must pass.
+//!
+//! Each test binary uses the part for its backend only.
+#![allow(dead_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use flakeid::{
+    BuildError, Clock, GenerateError, Generator, Id, Layout, Lease, LeaseError, ManualClock,
+    Persist,
+};
+
+/// The TTL the tests run with: short, so fencing and expiry take a second.
+pub const TTL: Duration = Duration::from_secs(1);
+
+/// Held by each scenario: with second-long TTLs, several scenarios at once
+/// on two cores (a server each, up to a hundred keepers) could starve
+/// renewals and fence generators the test expects to keep their node ids.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+pub const MARGIN: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Etcd,
+    Redis,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Etcd => "etcd",
+            Kind::Redis => "redis",
+        }
+    }
+
+    fn parse(s: &str) -> Kind {
+        match s {
+            "etcd" => Kind::Etcd,
+            "redis" => Kind::Redis,
+            other => panic!("unknown backend {other}"),
+        }
+    }
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A prefix no other test (or earlier run) uses.
+pub fn unique_prefix(name: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "t{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A server process with its data directory, killed and removed on drop.
+pub struct Server {
+    pub kind: Kind,
+    dir: PathBuf,
+    port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+}
+
+impl Server {
+    pub fn start(kind: Kind) -> Server {
+        // tmpfs where there is one: fsync is then cheap, and the tests time
+        // the lease logic, not the disk.
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        Server::start_in(kind, base)
+    }
+
+    pub fn start_in(kind: Kind, base: PathBuf) -> Server {
+        let dir = base.join(unique_prefix(kind.name()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = Server {
+            kind,
+            dir,
+            port: free_port(),
+            peer_port: free_port(),
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .unwrap();
+        let mut command = match self.kind {
+            Kind::Etcd => {
+                let client = format!("http://127.0.0.1:{}", self.port);
+                let peer = format!("http://127.0.0.1:{}", self.peer_port);
+                let mut c = Command::new("etcd");
+                c.args(["--name", "flakeid-test", "--data-dir"])
+                    .arg(self.dir.join("data"))
+                    .args(["--listen-client-urls", &client])
+                    .args(["--advertise-client-urls", &client])
+                    .args(["--listen-peer-urls", &peer])
+                    .args(["--initial-advertise-peer-urls", &peer])
+                    .args(["--initial-cluster", &format!("flakeid-test={peer}")])
+                    // Short ticks, so etcd accepts 1 s leases (its minimum
+                    // TTL is 1.5 election timeouts).
+                    .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
+                c
+            }
+            Kind::Redis => {
+                let mut c = Command::new("redis-server");
+                c.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+                    .arg("--dir")
+                    .arg(&self.dir)
+                    // Marks must survive a crash of Redis itself.
+                    .args(["--appendonly", "yes", "--appendfsync", "always"])
+                    .args(["--save", "", "--protected-mode", "no"]);
+                c
+            }
+        };
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}; install Debian's etcd-server and redis-server \
+                     (.ci/test does)",
+                    self.kind.name()
+                )
+            });
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let begun = Instant::now();
+        while begun.elapsed() < Duration::from_secs(20) {
+            if let Some(child) = &mut self.child
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!(
+                    "{} exited at start ({status}); log: {}",
+                    self.kind.name(),
+                    std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+                );
+            }
+            if self.answers() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        panic!("{} did not become ready in 20 s", self.kind.name());
+    }
+
+    /// One health request over a plain socket.
+    fn answers(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect_timeout(&self.addr(), Duration::from_millis(200)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        let (request, expect): (&[u8], &str) = match self.kind {
+            Kind::Etcd => (b"GET /health HTTP/1.0\r\n\r\n", "\"health\":\"true\""),
+            Kind::Redis => (b"PING\r\n", "+PONG"),
+        };
+        if s.write_all(request).is_err() {
+            return false;
+        }
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 512];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&reply).contains(expect) {
+                return true;
+            }
+        }
+        false
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    pub fn url(&self) -> String {
+        url_at(self.kind, self.addr())
+    }
+
+    /// SIGKILL: no shutdown, no flush beyond what was already durable.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts again on the same port and data.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A lease on this server with the tests' short TTL.
+    pub fn lease(&self, prefix: &str) -> Lease {
+        lease_at(self.kind, self.addr(), prefix)
+    }
+
+    /// The mark of a node id, as stored.
+    pub fn mark(&self, prefix: &str, node: u64) -> Option<String> {
+        match self.kind {
+            Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/marks/{node}")),
+            Kind::Redis => redis_get(&self.url(), &format!("{prefix}:mark:{node}")),
+        }
+    }
+
+    /// The holder's token of a node id, if it is held.
+    pub fn holder(&self, prefix: &str, node: u64) -> Option<String> {
+        match self.kind {
+            Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/nodes/{node}")),
+            Kind::Redis => redis_get(&self.url(), &format!("{prefix}:node:{node}")),
+        }
+    }
+
+    pub fn set_mark(&self, prefix: &str, node: u64, value: &str) {
+        match self.kind {
+            Kind::Etcd => etcd_put(&self.url(), &format!("{prefix}/marks/{node}"), value),
+            Kind::Redis => redis_set(&self.url(), &format!("{prefix}:mark:{node}"), value),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn url_at(kind: Kind, addr: SocketAddr) -> String {
+    match kind {
+        Kind::Etcd => format!("http://{addr}"),
+        Kind::Redis => format!("redis://{addr}/"),
+    }
+}
+
+pub fn lease_at(kind: Kind, addr: SocketAddr, prefix: &str) -> Lease {
+    let lease = match kind {
+        #[cfg(feature = "etcd")]
+        Kind::Etcd => Lease::etcd([url_at(kind, addr)]),
+        #[cfg(feature = "redis")]
+        Kind::Redis => Lease::redis(url_at(kind, addr)),
+        #[allow(unreachable_patterns)]
+        other => panic!("{other:?} is not built in"),
+    };
+    lease
+        .prefix(prefix)
+        .ttl(TTL)
+        .safety_margin(MARGIN)
+        .connect_timeout(Duration::from_secs(5))
+}
+
+#[cfg(feature = "etcd")]
+fn etcd_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[cfg(feature = "etcd")]
+fn etcd_get(url: &str, key: &str) -> Option<String> {
+    etcd_runtime().block_on(async {
+        let mut c = etcd_client::Client::connect([url], None).await.unwrap();
+        let reply = c.get(key, None).await.unwrap();
+        reply
+            .kvs()
+            .first()
+            .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
+    })
+}
+
+#[cfg(feature = "etcd")]
+fn etcd_put(url: &str, key: &str, value: &str) {
+    etcd_runtime().block_on(async {
+        let mut c = etcd_client::Client::connect([url], None).await.unwrap();
+        c.put(key, value, None).await.unwrap();
+    });
+}
+
+#[cfg(not(feature = "etcd"))]
+fn etcd_get(_: &str, _: &str) -> Option<String> {
+    unreachable!("etcd is not built in")
+}
+
+#[cfg(not(feature = "etcd"))]
+fn etcd_put(_: &str, _: &str, _: &str) {
+    unreachable!("etcd is not built in")
+}
+
+#[cfg(feature = "redis")]
+fn redis_get(url: &str, key: &str) -> Option<String> {
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    redis::cmd("GET").arg(key).query(&mut c).unwrap()
+}
+
+#[cfg(feature = "redis")]
+fn redis_set(url: &str, key: &str, value: &str) {
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let () = redis::cmd("SET").arg(key).arg(value).query(&mut c).unwrap();
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_get(_: &str, _: &str) -> Option<String> {
+    unreachable!("redis is not built in")
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_set(_: &str, _: &str, _: &str) {
+    unreachable!("redis is not built in")
+}
+
+/// A TCP proxy in front of a server: cutting it closes every connection and
+/// refuses new ones, as a crashed or partitioned client would look to the
+/// server. Counts the bytes it forwards.
+pub struct Proxy {
+    addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+    /// While set, nothing is forwarded: requests hang, as behind a network
+    /// partition that drops packets.
+    frozen: Arc<AtomicBool>,
+    connections: Arc<Mutex<Vec<TcpStream>>>,
+    /// Bytes from client to server, and back.
+    pub sent: Arc<AtomicU64>,
+    pub received: Arc<AtomicU64>,
+    accepting: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    pub fn new(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let frozen = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
+        let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let accepting = {
+            let (cut, frozen, connections) = (cut.clone(), frozen.clone(), connections.clone());
+            let (sent, received) = (sent.clone(), received.clone());
+            thread::spawn(move || {
+                while !cut.load(Ordering::Acquire) {
+                    let client = match listener.accept() {
+                        Ok((client, _)) => client,
+                        Err(_) => {
+                            thread::sleep(Duration::from_millis(2));
+                            continue;
+                        }
+                    };
+                    let _ = client.set_nonblocking(false);
+                    let Ok(server) = TcpStream::connect(upstream) else {
+                        continue;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    {
+                        let mut all = connections.lock().unwrap();
+                        all.push(client.try_clone().unwrap());
+                        all.push(server.try_clone().unwrap());
+                    }
+                    if cut.load(Ordering::Acquire) {
+                        let _ = client.shutdown(Shutdown::Both);
+                        let _ = server.shutdown(Shutdown::Both);
+                        break;
+                    }
+                    pipe(
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        sent.clone(),
+                        frozen.clone(),
+                    );
+                    pipe(server, client, received.clone(), frozen.clone());
+                }
+                // The listener closes here: new connections are refused.
+            })
+        };
+        Proxy {
+            addr,
+            cut,
+            frozen,
+            connections,
+            sent,
+            received,
+            accepting: Some(accepting),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops forwarding (connections stay open, requests hang) or resumes.
+    pub fn freeze(&self, frozen: bool) {
+        self.frozen.store(frozen, Ordering::Release);
+    }
+
+    pub fn cut(&mut self) {
+        self.cut.store(true, Ordering::Release);
+        if let Some(accepting) = self.accepting.take() {
+            let _ = accepting.join();
+        }
+        for c in self.connections.lock().unwrap().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.cut();
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>, frozen: Arc<AtomicBool>) {
+    thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            while frozen.load(Ordering::Acquire) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    count.fetch_add(n as u64, Ordering::Relaxed);
+                    // Bytes read just before a freeze are held back too.
+                    while frozen.load(Ordering::Acquire) {
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
+
+fn build(lease: Lease) -> Result<Generator, BuildError> {
+    Generator::builder(Layout::twitter()).lease(lease).build()
+}
+
+fn node_of(id: Id) -> u64 {
+    Layout::twitter().decode(id).unwrap().node_id()
+}
+
+fn assert_unique(ids: &mut [u64]) {
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        panic!("id {} was issued twice", w[0]);
+    }
+}
+
+// --- scenarios -----------------------------------------------------------
+
+/// Claim the lowest free node id, keep it through several TTLs, give it back
+/// with the exact last time as its mark; the next holder starts after it.
+pub fn claim_renew_release(server: &Server) {
+    let prefix = unique_prefix("crr");
+    let layout = Layout::twitter();
+    let before_ms = wall_ms();
+    let a = build(server.lease(&prefix)).unwrap();
+    assert_eq!(a.node_id(), 0, "the lowest free node id");
+    assert!(server.holder(&prefix, 0).is_some());
+    let first_mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
+    assert!(
+        first_mark >= before_ms + TTL.as_millis() as u64,
+        "the claim recorded a ceiling a TTL ahead: {first_mark} vs {before_ms}"
+    );
+
+    // Several TTLs: renewals keep it valid, every call succeeds.
+    let until = Instant::now() + TTL * 3 + TTL / 2;
+    let mut last_a = a.try_next_id().unwrap();
+    while Instant::now() < until {
+        let id = a.try_next_id().expect("renewals keep the lease valid");
+        assert!(id > last_a);
+        assert_eq!(node_of(id), 0);
+        last_a = id;
+        thread::sleep(Duration::from_millis(5));
+    }
+    let renewed_mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
+    assert!(
+        renewed_mark > first_mark + 2 * TTL.as_millis() as u64,
+        "renewals raised the mark: {first_mark} -> {renewed_mark}"
+    );
+
+    let b = build(server.lease(&prefix)).unwrap();
+    assert_eq!(b.node_id(), 1, "0 is held");
+    b.try_next_id().unwrap();
+
+    drop(a);
+    assert_eq!(server.holder(&prefix, 0), None, "released on drop");
+    let last_ms = layout.decode(last_a).unwrap().unix_ms();
+    assert_eq!(
+        server.mark(&prefix, 0),
+        Some(last_ms.to_string()),
+        "the mark is the exact last time issued"
+    );
+
+    let c = build(server.lease(&prefix)).unwrap();
+    assert_eq!(c.node_id(), 0, "the lowest free node id again");
+    let first_c = c.next_id();
+    assert_eq!(node_of(first_c), 0);
+    assert!(first_c > last_a, "the next holder starts after the mark");
+}
+
+/// All node ids held, a bad mark, an unreachable server: typed errors.
+pub fn errors(server: &Server) {
+    let prefix = unique_prefix("held");
+    let two = |p: &str| server.lease(p).node_ids(0..=1);
+    let a = build(two(&prefix)).unwrap();
+    let b = build(two(&prefix)).unwrap();
+    assert_eq!((a.node_id(), b.node_id()), (0, 1));
+    match build(two(&prefix)) {
+        Err(BuildError::Lease(LeaseError::AllHeld { first: 0, last: 1 })) => {}
+        other => panic!("expected AllHeld, got {other:?}"),
+    }
+    drop(a);
+    assert_eq!(build(two(&prefix)).unwrap().node_id(), 0, "free again");
+
+    let prefix = unique_prefix("bad-mark");
+    server.set_mark(&prefix, 0, "yesterday");
+    match build(server.lease(&prefix)) {
+        Err(BuildError::Lease(LeaseError::BadReply { reason })) => {
+            assert!(reason.contains("yesterday"), "{reason}");
+        }
+        other => panic!("expected BadReply, got {other:?}"),
+    }
+
+    let with_persist = Generator::builder(Layout::twitter())
+        .lease(server.lease(&unique_prefix("persist")))
+        .persist(Persist::file(
+            std::env::temp_dir().join("flakeid-never-written.state"),
+        ))
+        .build();
+    assert!(
+        matches!(
+            with_persist,
+            Err(BuildError::Lease(LeaseError::Config { .. }))
+        ),
+        "{with_persist:?}"
+    );
+
+    let closed = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let timeout = Duration::from_millis(700);
+    let begun = Instant::now();
+    let result = build(lease_at(server.kind, closed, "unreachable").connect_timeout(timeout));
+    let took = begun.elapsed();
+    match result {
+        Err(BuildError::Lease(LeaseError::Unreachable { waited, .. })) => {
+            assert_eq!(waited, timeout);
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    assert!(
+        took >= timeout && took < timeout + Duration::from_secs(2),
+        "gave up after {took:?}"
+    );
+}
+
+const CHILD_ENV: &str = "FLAKEID_LEASE_CHILD";
+const RACE_TTL: Duration = Duration::from_secs(3);
+pub const GENERATORS_PER_CHILD: usize = 32;
+const IDS_PER_GENERATOR: usize = 2_000;
+
+/// Two processes of 32 generators each claim node ids at once, then all 64
+/// generate while holding them: no node id twice, no ID twice.
+pub fn two_processes_race(server: &Server, child_test: &str) {
+    let prefix = unique_prefix("race");
+    let mut children: Vec<Child> = (0..2)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--ignored",
+                    "--exact",
+                    child_test,
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(
+                    CHILD_ENV,
+                    format!("{} {} {prefix}", server.kind.name(), server.addr()),
+                )
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let readers: Vec<_> = children
+        .iter_mut()
+        .map(|child| {
+            let stdout = child.stdout.take().unwrap();
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let (mut nodes, mut ids) = (Vec::new(), Vec::new());
+                let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+                let mut done = false;
+                for line in lines.by_ref() {
+                    if let Some(n) = line.strip_prefix("node ") {
+                        nodes.push(n.parse::<u64>().unwrap());
+                    } else if let Some(id) = line.strip_prefix("id ") {
+                        ids.push(id.parse::<u64>().unwrap());
+                    } else if line == "done" {
+                        done = true;
+                        break;
+                    }
+                }
+                tx.send((nodes, ids, done)).unwrap();
+                // The test harness still reports to this pipe.
+                lines.for_each(drop);
+            })
+        })
+        .collect();
+    drop(tx);
+    let results: Vec<_> = rx.iter().take(2).collect();
+    // Every generator of both processes is alive until here.
+    for child in &mut children {
+        drop(child.stdin.take());
+    }
+    for child in &mut children {
+        assert!(child.wait().unwrap().success(), "a child failed");
+    }
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    let mut nodes = Vec::new();
+    let mut ids = Vec::new();
+    for (n, i, done) in results {
+        assert!(done, "a child did not finish");
+        assert_eq!(n.len(), GENERATORS_PER_CHILD);
+        nodes.extend(n);
+        ids.extend(i);
+    }
+    let distinct: HashSet<_> = nodes.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        2 * GENERATORS_PER_CHILD,
+        "a node id was held twice: {nodes:?}"
+    );
+    assert_eq!(ids.len(), 2 * GENERATORS_PER_CHILD * IDS_PER_GENERATOR);
+    assert_unique(&mut ids);
+}
+
+/// The child of [`two_processes_race`]: run by the test binary itself.
+pub fn race_child() {
+    let Ok(config) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut words = config.split(' ');
+    let kind = Kind::parse(words.next().unwrap());
+    let addr: SocketAddr = words.next().unwrap().parse().unwrap();
+    let prefix = words.next().unwrap().to_owned();
+    let barrier = Barrier::new(GENERATORS_PER_CHILD);
+    let out = Mutex::new(std::io::stdout());
+    // The harness's "test race_child ... " line has no newline yet.
+    writeln!(out.lock().unwrap()).unwrap();
+    let generators: Vec<Generator> = thread::scope(|s| {
+        let handles: Vec<_> = (0..GENERATORS_PER_CHILD)
+            .map(|_| {
+                let (barrier, out, prefix) = (&barrier, &out, &prefix);
+                s.spawn(move || {
+                    barrier.wait(); // all claim at once
+                    // A longer TTL than the other tests: 64 generators in
+                    // two processes claim and generate at once.
+                    let lease = lease_at(kind, addr, prefix)
+                        .ttl(RACE_TTL)
+                        .safety_margin(RACE_TTL / 5);
+                    let g = build(lease).unwrap_or_else(|e| {
+                        // Exit rather than leave the others at the barrier.
+                        eprintln!("race child: {e}");
+                        std::process::exit(1)
+                    });
+                    let node = g.node_id();
+                    barrier.wait(); // all hold their node ids
+                    let ids: Vec<Id> = (0..IDS_PER_GENERATOR).map(|_| g.next_id()).collect();
+                    let mut out = out.lock().unwrap();
+                    writeln!(out, "node {node}").unwrap();
+                    for id in ids {
+                        if node_of(id) != node {
+                            eprintln!("race child: lost node id {node} while generating");
+                            std::process::exit(1);
+                        }
+                        writeln!(out, "id {id}").unwrap();
+                    }
+                    g
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    {
+        let mut out = out.lock().unwrap();
+        writeln!(out, "done").unwrap();
+        out.flush().unwrap();
+    }
+    // Hold every node id until the parent has both processes' results.
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    drop(generators);
+}
+
+/// What one generator thread saw, stamped on the monotonic clock.
+#[derive(Default)]
+/// Calls are stamped when they start: a call that starts after the fence's
+/// deadline cannot return an ID (it confirms each ID against the deadline
+/// later still), whatever the scheduler does to the thread.
+struct Seen {
+    ids: Vec<(Instant, u64)>,
+    fenced: Vec<Instant>,
+}
+
+/// Kill the server mid-run: every generator fences within the TTL and issues
+/// nothing after; restart it: every generator claims again and resumes.
+pub fn killed_then_restarted(server: &mut Server) {
+    const GENERATORS: usize = 8;
+    let prefix = unique_prefix("kill");
+    let generators: Vec<Generator> = (0..GENERATORS)
+        .map(|_| build(server.lease(&prefix)).unwrap())
+        .collect();
+    let stop = AtomicBool::new(false);
+    let back = AtomicBool::new(false);
+    let resumed: Vec<AtomicBool> = (0..GENERATORS).map(|_| AtomicBool::new(false)).collect();
+    let (killed, restarted, seen) = thread::scope(|s| {
+        let threads: Vec<_> = generators
+            .iter()
+            .zip(&resumed)
+            .map(|(g, resumed)| {
+                let (stop, back) = (&stop, &back);
+                s.spawn(move || {
+                    let mut seen = Seen::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
+                        match g.try_next_id() {
+                            Ok(id) => {
+                                seen.ids.push((start, id.to_u64()));
+                                if back.load(Ordering::Relaxed) {
+                                    resumed.store(true, Ordering::Relaxed);
+                                }
+                            }
+                            Err(GenerateError::Fenced) => seen.fenced.push(start),
+                            Err(e) => panic!("unexpected {e}"),
+                        }
+                        thread::sleep(Duration::from_micros(300));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        thread::sleep(TTL + TTL / 2); // a few renewals
+        server.kill();
+        let killed = Instant::now();
+        thread::sleep(TTL + Duration::from_millis(300));
+        let restarted = Instant::now();
+        back.store(true, Ordering::Relaxed);
+        server.restart();
+        while !resumed.iter().all(|r| r.load(Ordering::Relaxed)) {
+            assert!(
+                restarted.elapsed() < Duration::from_secs(20),
+                "the generators did not resume after the restart"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen: Vec<Seen> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        (killed, restarted, seen)
+    });
+    let mut all = Vec::new();
+    // Every renewal that succeeded was sent before the kill, so every fence
+    // closed by then (its clock and `Instant` run at the same rate; 5 ms is
+    // for the TSC calibration).
+    let deadline = killed + TTL - MARGIN + Duration::from_millis(5);
+    for (i, seen) in seen.iter().enumerate() {
+        // No ID from a call that started after the deadline...
+        if let Some((t, _)) = seen
+            .ids
+            .iter()
+            .find(|&&(t, _)| t > deadline && t < restarted)
+        {
+            panic!(
+                "generator {i} issued an ID in a call made {:?} after the kill",
+                *t - killed
+            );
+        }
+        // ... while calls went on (each of them fenced) ...
+        assert!(
+            seen.fenced.iter().any(|&t| t > deadline && t < restarted),
+            "generator {i} made no call between its deadline and the restart"
+        );
+        // ... and none after the generator first found itself fenced.
+        let fenced_at = seen
+            .fenced
+            .iter()
+            .copied()
+            .find(|&t| t > killed)
+            .unwrap_or_else(|| panic!("generator {i} was never fenced"));
+        let late = seen
+            .ids
+            .iter()
+            .filter(|(t, _)| *t > fenced_at && *t < restarted)
+            .count();
+        assert_eq!(late, 0, "generator {i} issued {late} IDs after fencing");
+        // ... and resumed after the restart.
+        assert!(
+            seen.ids.iter().any(|&(t, _)| t > restarted),
+            "generator {i} did not resume"
+        );
+        all.extend(seen.ids.iter().map(|&(_, id)| id));
+    }
+    let nodes: HashSet<u64> = generators.iter().map(Generator::node_id).collect();
+    assert_eq!(
+        nodes.len(),
+        GENERATORS,
+        "two generators share a node id after reclaiming"
+    );
+    assert_unique(&mut all);
+}
+
+/// One simulated node's life, for [`churn`].
+struct Life {
+    node: u64,
+    claimed: Instant,
+    ids: Vec<u64>,
+    end: End,
+}
+
+enum End {
+    /// Dropped (released) from this instant on.
+    Released(Instant),
+    /// Cut off from the store at `cut`; its last ID was made at `last_id`.
+    Crashed { cut: Instant, last_id: Instant },
+}
+
+/// 1,000 simulated nodes join and leave (nine in ten by a clean release, one
+/// in ten by a crash: cut off from the store without releasing) over a small
+/// range of node ids, so ids are reused many times. A node id is claimed
+/// again only after its holder released it, or after the holder's lease ran
+/// out (the holder had stopped issuing: it was fenced); each new holder starts
+/// after the last ID of the one before; no ID is issued twice.
+pub fn churn(server: &Server) {
+    const NODES: usize = 1_000;
+    const WORKERS: usize = 12;
+    const RANGE: u64 = 11; // node ids 0..=11, one per worker
+    let prefix = unique_prefix("churn");
+    let next = AtomicU64::new(0);
+    let all_held = AtomicU64::new(0);
+    let lives = Mutex::new(Vec::<Life>::new());
+    thread::scope(|s| {
+        for w in 0..WORKERS {
+            let (next, all_held, lives, prefix) = (&next, &all_held, &lives, &prefix);
+            s.spawn(move || {
+                let mut rng = (w as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let mut rand = move |n: u64| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng % n
+                };
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= NODES as u64 {
+                        return;
+                    }
+                    let crash = k % 10 == 3;
+                    let mut proxy = crash.then(|| Proxy::new(server.addr()));
+                    let addr = proxy.as_ref().map_or(server.addr(), Proxy::addr);
+                    let lease = lease_at(server.kind, addr, prefix).node_ids(0..=RANGE);
+                    let g = loop {
+                        match build(lease.clone()) {
+                            Ok(g) => break g,
+                            Err(BuildError::Lease(LeaseError::AllHeld { .. })) => {
+                                all_held.fetch_add(1, Ordering::Relaxed);
+                                thread::sleep(Duration::from_millis(10 + rand(20)));
+                            }
+                            Err(e) => panic!("node {k}: {e}"),
+                        }
+                    };
+                    let claimed = Instant::now();
+                    let node = g.node_id();
+                    let mut ids: Vec<u64> = (0..20).map(|_| g.next_id().to_u64()).collect();
+                    thread::sleep(Duration::from_millis(5 + rand(40)));
+                    ids.extend((0..20).map(|_| g.next_id().to_u64()));
+                    let end = match &mut proxy {
+                        None => {
+                            let released = Instant::now();
+                            drop(g);
+                            End::Released(released)
+                        }
+                        Some(proxy) => {
+                            let cut = Instant::now();
+                            proxy.cut();
+                            // It keeps trying until its fence closes.
+                            let mut last_id = cut;
+                            loop {
+                                match g.try_next_id() {
+                                    Ok(id) => {
+                                        last_id = Instant::now();
+                                        ids.push(id.to_u64());
+                                    }
+                                    Err(GenerateError::Fenced) => break,
+                                    Err(e) => panic!("node {k}: {e}"),
+                                }
+                                thread::sleep(Duration::from_millis(2));
+                            }
+                            // Dropping it now fails to reach the store: the
+                            // node id is freed by expiry alone.
+                            drop(g);
+                            End::Crashed { cut, last_id }
+                        }
+                    };
+                    lives.lock().unwrap().push(Life {
+                        node,
+                        claimed,
+                        ids,
+                        end,
+                    });
+                }
+            });
+        }
+    });
+    let mut lives = lives.into_inner().unwrap();
+    assert_eq!(lives.len(), NODES);
+    let layout = Layout::twitter();
+    let mut by_node: HashMap<u64, Vec<&Life>> = HashMap::new();
+    for life in &lives {
+        assert!(life.node <= RANGE);
+        for &id in &life.ids {
+            assert_eq!(layout.decode(Id::from(id)).unwrap().node_id(), life.node);
+        }
+        by_node.entry(life.node).or_default().push(life);
+    }
+    let mut reused = 0;
+    for (node, holders) in &mut by_node {
+        holders.sort_by_key(|l| l.claimed);
+        for pair in holders.windows(2) {
+            let (before, after) = (pair[0], pair[1]);
+            reused += 1;
+            match before.end {
+                End::Released(at) => assert!(
+                    after.claimed > at,
+                    "node id {node} claimed before its holder released it"
+                ),
+                End::Crashed { cut, last_id } => {
+                    assert!(
+                        after.claimed > last_id,
+                        "node id {node} claimed while its cut-off holder still issued"
+                    );
+                    assert!(after.claimed > cut);
+                }
+            }
+            let last = before.ids.iter().max().unwrap();
+            let first = after.ids.iter().min().unwrap();
+            assert!(
+                first > last,
+                "node id {node}: a new holder started before the old one's last ID"
+            );
+        }
+    }
+    let crashed = lives
+        .iter()
+        .filter(|l| matches!(l.end, End::Crashed { .. }))
+        .count();
+    eprintln!(
+        "churn: {NODES} nodes ({crashed} crashed) on {} node ids, {reused} reuses, {} claims found all held",
+        RANGE + 1,
+        all_held.load(Ordering::Relaxed)
+    );
+    assert!(reused > NODES / 2);
+    let mut ids: Vec<u64> = lives.iter_mut().flat_map(|l| l.ids.drain(..)).collect();
+    assert_unique(&mut ids);
+}
+
+/// The rotation policy: after the clock steps back further than the
+/// threshold, the generator gives its node id back and issues at the real
+/// time under a node id whose mark is before it; the node id given back
+/// keeps its mark, so its next holder starts after everything issued on it.
+pub fn rotation_after_rollback(server: &Server) {
+    let prefix = unique_prefix("rotate");
+    let layout = Layout::twitter();
+    let clock = ManualClock::new(wall_ms());
+    let a = Generator::builder(layout.clone())
+        .clock(clock.clone())
+        .lease(
+            server
+                .lease(&prefix)
+                .rotate_after_rollback(Duration::from_secs(1)),
+        )
+        .build()
+        .unwrap();
+    let before: Vec<u64> = (0..100).map(|_| a.next_id().to_u64()).collect();
+    assert!(before.iter().all(|&id| node_of(Id::from(id)) == 0));
+    let last_before = *before.last().unwrap();
+
+    clock.rewind(Duration::from_secs(5));
+    let stepped_back = layout.timestamp_at(clock.now_ms()).unwrap();
+    let begun = Instant::now();
+    let mut after = Vec::new();
+    let rotated = loop {
+        // OnClockBehind::Continue keeps issuing on node 0 until the keeper
+        // has claimed a fresh node id.
+        let id = a.next_id();
+        after.push(id.to_u64());
+        let d = layout.decode(id).unwrap();
+        if d.node_id() != 0 {
+            break d.timestamp();
+        }
+        assert!(begun.elapsed() < Duration::from_secs(5), "no rotation");
+        thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(a.node_id(), 1, "the lowest node id with no mark");
+    assert_eq!(rotated, stepped_back, "issues at the real, earlier time");
+    // The keeper opens the fence for the new node id first, then gives the
+    // old one back.
+    let since = Instant::now();
+    while server.holder(&prefix, 0).is_some() {
+        assert!(
+            since.elapsed() < Duration::from_secs(2),
+            "node id 0 did not go back to the pool"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    let mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
+    assert!(mark >= layout.decode(Id::from(last_before)).unwrap().unix_ms());
+
+    let b = build(server.lease(&prefix)).unwrap();
+    assert_eq!(b.node_id(), 0);
+    let first_b = b.next_id().to_u64();
+    assert!(
+        after
+            .iter()
+            .chain(&before)
+            .filter(|&&id| node_of(Id::from(id)) == 0)
+            .all(|&id| id < first_b),
+        "node id 0's next holder starts after everything issued on it"
+    );
+    let mut all: Vec<u64> = before.into_iter().chain(after).chain([first_b]).collect();
+    assert_unique(&mut all);
+}
+
+/// A server that answers every connection with `reply` and then keeps
+/// reading until the client goes: what a misconfigured port (another
+/// service, a proxy's error page) looks like to a lease.
+pub struct Impostor {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl Impostor {
+    pub fn new(reply: &'static [u8]) -> Impostor {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((mut client, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                thread::spawn(move || {
+                    let _ = client.set_nonblocking(false);
+                    let mut buf = [0u8; 4096];
+                    // Answer each request with the same nonsense.
+                    while let Ok(n) = client.read(&mut buf) {
+                        if n == 0 || client.write_all(reply).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Impostor { addr, stop }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Impostor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A server that answers nonsense gets a typed error within the connect
+/// timeout, never a panic or a hang.
+pub fn nonsense_replies(kind: Kind) {
+    let reply: &'static [u8] = match kind {
+        // Not HTTP/2: the gRPC connection cannot be set up.
+        Kind::Etcd => b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+        // Well-formed Redis integers where a script result is expected (two
+        // per request: the client pipelines two commands when connecting).
+        Kind::Redis => b":5\r\n:5\r\n",
+    };
+    let impostor = Impostor::new(reply);
+    let timeout = Duration::from_millis(800);
+    let begun = Instant::now();
+    let result = build(lease_at(kind, impostor.addr(), "nonsense").connect_timeout(timeout));
+    let took = begun.elapsed();
+    eprintln!("{kind:?} answering nonsense: {result:?} after {took:?}");
+    // Not a transport problem (the server answers at once), but replies
+    // flakeid cannot use.
+    assert!(
+        matches!(result, Err(BuildError::Lease(LeaseError::BadReply { .. }))),
+        "{result:?}"
+    );
+    assert!(took < timeout, "took {took:?}");
+}
+
+/// A store that stops answering (requests hang, connections stay open) must
+/// fence every generator at the deadline even though the keeper is stuck in
+/// a request: the fence closes by itself. When the store answers again, the
+/// generators claim afresh and resume.
+pub fn frozen_store(server: &Server) {
+    const GENERATORS: usize = 4;
+    let prefix = unique_prefix("frozen");
+    let proxy = Proxy::new(server.addr());
+    let generators: Vec<Generator> = (0..GENERATORS)
+        .map(|_| build(lease_at(server.kind, proxy.addr(), &prefix)).unwrap())
+        .collect();
+    let stop = AtomicBool::new(false);
+    let (frozen, thawed, seen) = thread::scope(|s| {
+        let threads: Vec<_> = generators
+            .iter()
+            .map(|g| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut seen = Seen::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
+                        match g.try_next_id() {
+                            Ok(id) => seen.ids.push((start, id.to_u64())),
+                            Err(GenerateError::Fenced) => seen.fenced.push(start),
+                            Err(e) => panic!("unexpected {e}"),
+                        }
+                        thread::sleep(Duration::from_micros(300));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        thread::sleep(TTL);
+        let frozen = Instant::now();
+        proxy.freeze(true);
+        thread::sleep(TTL * 2);
+        let thawed = Instant::now();
+        proxy.freeze(false);
+        // Wait until every generator issues again.
+        while generators.iter().any(|g| g.try_next_id().is_err()) {
+            assert!(
+                thawed.elapsed() < Duration::from_secs(20),
+                "no resume after the thaw"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen: Vec<Seen> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        (frozen, thawed, seen)
+    });
+    let deadline = frozen + TTL - MARGIN + Duration::from_millis(5);
+    for (i, seen) in seen.iter().enumerate() {
+        if let Some((t, _)) = seen.ids.iter().find(|&&(t, _)| t > deadline && t < thawed) {
+            panic!(
+                "generator {i} issued an ID in a call made {:?} after the freeze",
+                *t - frozen
+            );
+        }
+        assert!(
+            seen.fenced.iter().any(|&t| t > deadline && t < thawed),
+            "generator {i} made no call between its deadline and the thaw"
+        );
+    }
+}
