@@ -347,12 +347,20 @@ impl<C: Clock> Reserve for Generator<C> {
     /// the retry short. Before reporting a stall on a reading that has aged
     /// through retries, one fresh reading is tried.
     ///
-    /// Relaxed ordering suffices: IDs derive from this word alone, and the
-    /// single modification order of one atomic makes every successful CAS
-    /// start from the value the previous one stored.
+    /// Uniqueness and order need no more than Relaxed: IDs derive from this
+    /// word alone, and the single modification order of one atomic makes
+    /// every successful CAS start from the value the previous one stored.
+    /// The clock needs more. A successful CAS releases the clock reading its
+    /// tick came from, and every load of the state acquires, so a thread that
+    /// sees another's new tick then reads the clock at least as far along.
+    /// With Relaxed, a weakly ordered CPU may read the clock before the
+    /// state, find the clock behind a tick it never moved back from, and
+    /// report `ClockBehind` or bump the clock id for nothing (the loom model
+    /// `a_clock_that_only_moves_forward_is_never_reported_behind` finds this).
+    /// On x86 these orderings compile to the same instructions as Relaxed.
     #[inline]
     fn poll(&self, n: u64) -> Result<Step, Stall> {
-        let mut cur = self.state.load(Ordering::Relaxed);
+        let mut cur = self.state.load(Ordering::Acquire);
         let mut now = self.clock.now_ms();
         let mut fresh = true;
         let backoff = Backoff::new();
@@ -382,8 +390,8 @@ impl<C: Clock> Reserve for Generator<C> {
             match self.state.compare_exchange_weak(
                 cur,
                 step.next,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
+                Ordering::Release,
+                Ordering::Acquire,
             ) {
                 Ok(_) => {
                     self.plan.installed(&step);
