@@ -248,6 +248,12 @@ impl Done {
 /// Returns how many ticks it moved the clock.
 ///
 /// `full` gets the last ID issued and the clock's tick.
+///
+/// A model should let at most one worker wait at a time: loom may run two
+/// threads that yield in turn while waiting for a third forever (it counts
+/// switching away from a yielding thread as no preemption), an unfair
+/// schedule that no real scheduler keeps up, and it then fails the model
+/// for exceeding its branch limit.
 pub fn move_clock_when_full<G: IdGenerator>(
     generator: &G,
     clock: &ManualClock,

@@ -326,6 +326,28 @@ impl<C: Clock> Generator<C> {
             Err(stall) => panic!("flakeid: {}", self.plan.error(stall)),
         }
     }
+
+    /// `next_id` that, after losing a race, retries the successor it computed
+    /// before instead of computing a new one: a lost sequence increment. If
+    /// the winner installed that same successor, the retry succeeds without
+    /// changing the state and hands out the winner's ID again.
+    #[doc(hidden)]
+    pub fn broken_next_id_stale_retry(&self) -> Id {
+        let mut cur = self.state.load(Ordering::Acquire);
+        let step = match self.plan.advance(cur, self.clock.now_ms(), 1) {
+            Ok(step) => step,
+            Err(stall) => panic!("flakeid: {}", self.plan.error(stall)),
+        };
+        loop {
+            match self
+                .state
+                .compare_exchange(cur, step.next, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return Id::from_u64(step.first),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
 }
 
 impl<C: Clock> Reserve for Generator<C> {
