@@ -382,7 +382,11 @@ fn forged_state(b: &mut Bytes<'_>) {
                 format!("mark {} 1", "9".repeat(21))
             }
         };
-        let end = if b.u8() % 4 == 0 { "\r\n" } else { "\n" };
+        let end = if b.u8().is_multiple_of(4) {
+            "\r\n"
+        } else {
+            "\n"
+        };
         text.push_str(&format!("{line}{end}"));
     }
     let crc = crc32(text.as_bytes());
