@@ -1,7 +1,13 @@
 //! Arbitrary bytes build a layout (valid or not) and values, then check:
-//! building never panics, invalid input gets a documented error, and
-//! compose -> decode and Display -> FromStr round-trip exactly.
+//! building never panics; it fails exactly when the input breaks a
+//! documented rule, with an error that names a rule the input breaks (with
+//! the right field, widths and values); compose -> decode, decode ->
+//! compose, time <-> timestamp and Display -> FromStr round-trip exactly;
+//! a decoded ID's `Display` shows its date and time (checked against an
+//! independent calendar) and every field.
 #![no_main]
+
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use flakeid::{FieldError, Id, Layout, LayoutError, Parts};
 use libfuzzer_sys::fuzz_target;
@@ -21,43 +27,137 @@ impl Bytes<'_> {
     }
 }
 
+/// Every rule the input breaks, worked out independently of the builder.
+fn broken_rules(
+    epoch_ms: u64,
+    unit_ms: u64,
+    fields: &[(String, bool, u32)],
+    now_ms: u64,
+) -> Vec<LayoutError> {
+    let mut broken = Vec::new();
+    if !fields.iter().any(|(_, is_sequence, _)| *is_sequence) {
+        broken.push(LayoutError::Missing { what: "sequence" });
+    }
+    for (i, (name, _, bits)) in fields.iter().enumerate() {
+        if name.is_empty() {
+            broken.push(LayoutError::EmptyName);
+        }
+        if *bits == 0 {
+            broken.push(LayoutError::ZeroWidth {
+                field: name.clone(),
+            });
+        }
+        if fields[..i].iter().any(|(other, _, _)| other == name) {
+            broken.push(LayoutError::DuplicateField {
+                field: name.clone(),
+            });
+        }
+    }
+    let total: u32 = fields.iter().map(|f| f.2).sum();
+    if total > 64 {
+        broken.push(LayoutError::TooWide { bits: total });
+    }
+    if unit_ms == 0 {
+        broken.push(LayoutError::ZeroUnit);
+    }
+    let ts_bits = fields[0].2;
+    let end = (1u128 << ts_bits)
+        .checked_mul(u128::from(unit_ms))
+        .and_then(|span| span.checked_add(u128::from(epoch_ms)));
+    if end.is_none_or(|end| end > u128::from(u64::MAX)) {
+        broken.push(LayoutError::TimestampTooLong {
+            bits: ts_bits,
+            unit_ms,
+        });
+    }
+    if epoch_ms > now_ms {
+        broken.push(LayoutError::EpochInFuture { epoch_ms, now_ms });
+    }
+    broken
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`): the inverse of what `Display` must have done.
+fn days_from_civil(y: u64, m: u64, d: u64) -> u64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
+    let epoch_ms = b.u64() % 1_800_000_000_000;
+    let unit_ms = match b.u8() {
+        0..=200 => u64::from(b.u8() % 12),
+        _ => b.u64(),
+    };
+    let ts_bits = u32::from(b.u8() % 70);
     let mut builder = Layout::builder()
-        .epoch_ms(b.u64() % 1_800_000_000_000)
-        .unit_ms(u64::from(b.u8() % 12))
-        .timestamp_bits(u32::from(b.u8() % 70));
-    let fields = b.u8() % 6;
-    for i in 0..fields {
+        .epoch_ms(epoch_ms)
+        .unit_ms(unit_ms)
+        .timestamp_bits(ts_bits);
+    let mut fields = vec![("timestamp".to_string(), false, ts_bits)];
+    for i in 0..b.u8() % 6 {
         let bits = u32::from(b.u8() % 40);
-        builder = match b.u8() % 8 {
-            0 => builder.sequence(bits),
-            1 => builder.clock_id(bits),
-            2 => builder.node("", bits),
-            3 => builder.node("dup", bits),
-            _ => builder.node(format!("n{i}"), bits),
+        let (name, is_sequence) = match b.u8() % 10 {
+            0 => ("sequence".to_string(), true),
+            1 => ("clock_id".to_string(), false),
+            2 => (String::new(), false),
+            3 => ("dup".to_string(), false),
+            4 => ("timestamp".to_string(), false),
+            5 => ("sequence".to_string(), false),
+            _ => (format!("n{i}"), false),
         };
+        builder = match (name.as_str(), is_sequence) {
+            ("sequence", true) => builder.sequence(bits),
+            ("clock_id", _) => builder.clock_id(bits),
+            _ => builder.node(name.clone(), bits),
+        };
+        fields.push((name, is_sequence, bits));
     }
-    let layout = match builder.build() {
-        Ok(layout) => layout,
+    let before = wall_ms();
+    let built = builder.build();
+    let after = wall_ms();
+    let broken = broken_rules(epoch_ms, unit_ms, &fields, before);
+    // The wall clock moved while building; an epoch in between may go either way.
+    let borderline = (before..=after).contains(&epoch_ms)
+        && broken
+            .iter()
+            .all(|e| matches!(e, LayoutError::EpochInFuture { .. }));
+    let layout = match built {
+        Ok(layout) => {
+            assert!(broken.is_empty() || borderline, "built despite {broken:?}");
+            layout
+        }
         Err(e) => {
-            // Every refusal is one of the documented kinds and says something.
             assert!(!e.to_string().is_empty());
-            assert!(matches!(
-                e,
-                LayoutError::Missing { .. }
-                    | LayoutError::ZeroWidth { .. }
-                    | LayoutError::TooWide { .. }
-                    | LayoutError::DuplicateField { .. }
-                    | LayoutError::EmptyName
-                    | LayoutError::ZeroUnit
-                    | LayoutError::EpochInFuture { .. }
-                    | LayoutError::TimestampTooLong { .. }
-            ));
+            let named = broken.iter().any(|rule| match (rule, &e) {
+                (
+                    LayoutError::EpochInFuture { epoch_ms: a, .. },
+                    LayoutError::EpochInFuture {
+                        epoch_ms: b,
+                        now_ms,
+                    },
+                ) => a == b && (before..=after).contains(now_ms),
+                _ => *rule == e,
+            });
+            assert!(named, "refused with {e:?}, but the input breaks {broken:?}");
             return;
         }
     };
     assert!(layout.total_bits() <= 64);
+    assert_eq!(layout.total_bits(), fields.iter().map(|f| f.2).sum::<u32>());
     let parts = Parts {
         timestamp: b.u64(),
         node: b.u64(),
@@ -66,21 +166,85 @@ fuzz_target!(|data: &[u8]| {
     };
     match layout.compose(parts) {
         Ok(id) => {
+            assert!(layout.total_bits() == 64 || id.to_u64() >> layout.total_bits() == 0);
             let decoded = layout.decode(id).expect("a composed id decodes");
             assert_eq!(decoded.parts(), parts);
             assert_eq!(id.to_string().parse::<Id>(), Ok(id));
             assert_eq!(layout.timestamp_at(decoded.unix_ms()), Ok(parts.timestamp));
+            let node_fields: Vec<(String, u64)> = decoded
+                .node_fields()
+                .map(|(name, value)| (name.to_string(), value))
+                .collect();
+            let fields_ref = node_fields.iter().map(|(n, v)| (n.as_str(), *v));
+            assert_eq!(layout.node_id_from_fields(fields_ref), Ok(parts.node));
+
+            // Display: `YYYY-MM-DDTHH:MM:SS.mmmZ name=value ...`, every field
+            // below the timestamp in order.
+            let shown = decoded.to_string();
+            let mut words = shown.split(' ');
+            let when = words.next().unwrap();
+            let (date, time) = when.split_once('T').unwrap();
+            let ymd: Vec<u64> = date.split('-').map(|x| x.parse().unwrap()).collect();
+            let hms: Vec<u64> = time
+                .strip_suffix('Z')
+                .unwrap()
+                .split([':', '.'])
+                .map(|x| x.parse().unwrap())
+                .collect();
+            let ms = decoded.unix_ms();
+            assert_eq!(
+                days_from_civil(ymd[0], ymd[1], ymd[2]),
+                ms / 86_400_000,
+                "{when}"
+            );
+            let in_day = ((hms[0] * 60 + hms[1]) * 60 + hms[2]) * 1000 + hms[3];
+            assert_eq!(in_day, ms % 86_400_000, "{when}");
+            for (field, word) in layout.fields()[1..].iter().zip(words.by_ref()) {
+                let value = match field.name() {
+                    "sequence" => decoded.sequence(),
+                    "clock_id" => decoded.clock_id(),
+                    name => decoded.field(name).unwrap(),
+                };
+                assert_eq!(word, format!("{}={value}", field.name()));
+            }
+            assert_eq!(words.next(), None);
         }
-        Err(e) => assert!(matches!(
-            e,
-            FieldError::OutOfRange { .. } | FieldError::NoSuchField { .. }
-        )),
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            match e {
+                FieldError::OutOfRange { field, value, max } => {
+                    let (given, limit) = match field.as_str() {
+                        "timestamp" => (parts.timestamp, layout.fields()[0].max()),
+                        "node" => (parts.node, layout.max_node_id()),
+                        "sequence" => (parts.sequence, layout.capacity_per_tick() - 1),
+                        "clock_id" => (parts.clock_id, layout.max_clock_id()),
+                        other => panic!("compose named {other:?}"),
+                    };
+                    assert_eq!((value, max), (given, limit));
+                    assert!(value > max);
+                }
+                FieldError::NoSuchField { field } => {
+                    assert_eq!(field, "clock_id");
+                    assert!(layout.clock_id_bits() == 0 && parts.clock_id != 0);
+                }
+                other => panic!("compose refused with {other:?}"),
+            }
+        }
     }
     // Any u64: either it decodes and composes back to itself, or it sets
     // bits the layout does not use.
     let raw = Id::from_u64(b.u64());
     match layout.decode(raw) {
         Ok(decoded) => assert_eq!(layout.compose(decoded.parts()), Ok(raw)),
-        Err(e) => assert!(matches!(e, FieldError::UnusedBitsSet { .. })),
+        Err(e) => {
+            assert!(layout.total_bits() < 64 && raw.to_u64() >> layout.total_bits() != 0);
+            assert_eq!(
+                e,
+                FieldError::UnusedBitsSet {
+                    id: raw.to_u64(),
+                    layout_bits: layout.total_bits()
+                }
+            );
+        }
     }
 });

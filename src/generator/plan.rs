@@ -447,7 +447,13 @@ impl Plan {
                 return self.enter_tick(ts + 1, cur & self.kept_mask(), n, Event::Borrowed);
             }
             OnExhausted::NextClock => {
-                if let Some(next) = self.next_clock(cur & self.clk_mask, ts) {
+                // Only upwards: wrapping round to a lower clock id in the same
+                // tick would issue a smaller ID.
+                let clk_bits = cur & self.clk_mask;
+                if let Some(next) = self
+                    .next_clock(clk_bits, ts)
+                    .filter(|&next| next > clk_bits)
+                {
                     let kept = (cur & self.node_mask) | next;
                     return self.enter_tick(ts, kept, n, Event::Bumped { behind: false });
                 }
@@ -692,6 +698,32 @@ mod tests {
             ]
         );
         assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn next_clock_on_exhaustion_never_wraps_to_a_lower_clock_id() {
+        let l = Layout::builder()
+            .epoch_ms(EPOCH)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .sequence(1)
+            .build()
+            .unwrap();
+        let mut p = plan(l.clone(), OnExhausted::NextClock, OnClockBehind::Continue);
+        // Started on clock id 2 (a restart under RestartRule::NextClockId, or
+        // the builder's `clock_id`): only clock id 3 is above it.
+        p.first_clock_id = 2;
+        let mut s = p.initial_state();
+        let mut seen = Vec::new();
+        while let Ok(id) = one(&p, &mut s, 7) {
+            seen.push((p.ts_of(id), clock_id_of(&l, id), p.seq_of(id)));
+        }
+        assert_eq!(seen, [(7, 2, 0), (7, 2, 1), (7, 3, 0), (7, 3, 1)]);
+        assert_eq!(one(&p, &mut s, 7), Err(Stall::Exhausted { retry_ms: 1 }));
+        // The next tick continues on clock id 3, then waits again.
+        assert_eq!(one(&p, &mut s, 8).map(|id| clock_id_of(&l, id)), Ok(3));
+        assert_eq!(one(&p, &mut s, 8).map(|id| clock_id_of(&l, id)), Ok(3));
+        assert!(one(&p, &mut s, 8).is_err());
     }
 
     #[test]

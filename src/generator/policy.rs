@@ -38,8 +38,10 @@ pub enum OnExhausted {
     Error,
     /// Move to the next clock id within the same tick instead of waiting (the
     /// multi-clock scheme). Needs a clock-id field above the sequence field.
-    /// Each clock id is used at most once in a generator's life; once all are
-    /// used, the generator waits as with [`Wait`](OnExhausted::Wait).
+    /// Each clock id is used at most once in a generator's life, and it only
+    /// moves up to higher clock ids, so IDs keep increasing; once none is
+    /// left above the current one, the generator waits as with
+    /// [`Wait`](OnExhausted::Wait).
     NextClock,
 }
 
