@@ -390,9 +390,12 @@ impl<C: Clock> Reserve for Generator<C> {
     /// the load at once: under contention, the shorter that window, the
     /// fewer CASes lose. The short path only uses a reading equal to the
     /// state's tick, which is valid whenever it was taken. The full loop
-    /// works on a reading taken after the load (so a reading older than the
-    /// state cannot pass for the clock stepping back), or on this one if it
-    /// is already past the state's tick.
+    /// works on a reading taken after the load: an older one may be behind
+    /// the state (and pass for the clock stepping back), or ahead of a step
+    /// back that another thread has already acted on (`OnClockBehind::NextClock`
+    /// moves the state back), and entering a tick from it would lead the
+    /// clock by more than the allowance (the loom models in
+    /// `loom-tests/tests/behind.rs` find this).
     ///
     /// Uniqueness and order need no more than Relaxed: IDs derive from this
     /// word alone, and the single modification order of one atomic makes
@@ -413,11 +416,7 @@ impl<C: Clock> Reserve for Generator<C> {
         let now = self.clock.now_ms();
         let cur = self.state.load(Ordering::Acquire);
         let Some(step) = self.plan.advance_in_tick(cur, now, n) else {
-            let now = if self.plan.ticks(now) > self.plan.ts_of(cur) {
-                now
-            } else {
-                self.clock.now_ms()
-            };
+            let now = self.clock.now_ms();
             // Checked once per call, so a generator without a lease runs a
             // loop with the fence compiled out.
             if self.plan.is_leased() {
