@@ -376,7 +376,7 @@ pub enum NodeIdError {
     },
     /// The value is not a non-negative decimal integer.
     NotANumber {
-        /// Where it came from, for example `env FLAKEID_NODE_ID`.
+        /// Where it came from, for example `environment variable FLAKEID_NODE_ID`.
         source: String,
         /// The value found.
         value: String,
@@ -618,8 +618,9 @@ pub enum GenerateError {
 }
 
 impl GenerateError {
-    /// True if waiting may clear the condition (an exhausted tick or a clock
-    /// behind); false once the layout's lifetime is over.
+    /// True if trying again later may succeed: every error but
+    /// [`Expired`](GenerateError::Expired), after which the layout can encode
+    /// no more time.
     ///
     /// ```
     /// use flakeid::GenerateError;
@@ -628,7 +629,7 @@ impl GenerateError {
     /// assert!(GenerateError::SequenceExhausted { retry_after: Duration::from_millis(1) }.is_transient());
     /// assert!(!GenerateError::Expired { last_ms: 0 }.is_transient());
     /// ```
-    pub fn is_transient(&self) -> bool {
+    pub const fn is_transient(&self) -> bool {
         !matches!(self, GenerateError::Expired { .. })
     }
 }
