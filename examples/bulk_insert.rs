@@ -29,6 +29,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(n) => n.parse().map_err(|e| format!("row count {n:?}: {e}"))?,
         None => 100_000,
     };
+    if rows == 0 {
+        return Err("the row count must be at least 1".into());
+    }
     let generator = Generator::builder(Layout::twitter())
         .node_field("datacenter", 1)
         .node_field("worker", 4)

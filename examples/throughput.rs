@@ -16,23 +16,27 @@ use flakeid::{Generator, Id, IdGenerator, Layout};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut threads = Vec::new();
-    let mut seconds = 1.0_f64;
+    let mut duration = Duration::from_secs(1);
     for arg in std::env::args().skip(1) {
         if arg.contains('.') {
-            seconds = arg
+            duration = arg
                 .parse()
-                .map_err(|e| format!("bad duration {arg:?}: {e}"))?;
+                .ok()
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| format!("bad duration {arg:?}: seconds above 0, like 0.5"))?;
         } else {
             threads.push(
                 arg.parse::<usize>()
-                    .map_err(|e| format!("bad thread count {arg:?}: {e}"))?,
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("bad thread count {arg:?}: a whole number above 0"))?,
             );
         }
     }
     if threads.is_empty() {
         threads = vec![1, 2, 4, 8, 16];
     }
-    let duration = Duration::from_secs_f64(seconds);
     let layout = Layout::builder()
         .epoch_ms(1_700_000_000_000)
         .timestamp_bits(41)

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --example web_handler --features tokio,serde,public-ids
 //! curl -X POST localhost:3000/events          # {"id":"2124401418084446208"}
-//! curl -X POST localhost:3000/orders          # {"id":"2WvmQI3TZzc"}
+//! curl -X POST localhost:3000/orders          # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}
 //! curl localhost:3000/orders/2WvmQI3TZzc      # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}
 //! ```
 //!

@@ -246,12 +246,16 @@ impl fmt::Display for BuildError {
     }
 }
 
+/// `Field`, `State` and `Lease` are transparent: their `Display` is the inner
+/// error's, so `source` skips to the inner error's source. Returning the inner
+/// error itself would make error reporters (anyhow, eyre, `{:#}`) print its
+/// message twice.
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Field(e) => Some(e),
-            BuildError::State(e) => Some(e),
-            BuildError::Lease(e) => Some(e),
+            BuildError::Field(e) => e.source(),
+            BuildError::State(e) => e.source(),
+            BuildError::Lease(e) => e.source(),
             _ => None,
         }
     }
@@ -372,7 +376,7 @@ pub enum NodeIdError {
     },
     /// The value is not a non-negative decimal integer.
     NotANumber {
-        /// Where it came from, for example `env FLAKEID_NODE_ID`.
+        /// Where it came from, for example `environment variable FLAKEID_NODE_ID`.
         source: String,
         /// The value found.
         value: String,
@@ -614,8 +618,9 @@ pub enum GenerateError {
 }
 
 impl GenerateError {
-    /// True if waiting may clear the condition (an exhausted tick or a clock
-    /// behind); false once the layout's lifetime is over.
+    /// True if trying again later may succeed: every error but
+    /// [`Expired`](GenerateError::Expired), after which the layout can encode
+    /// no more time.
     ///
     /// ```
     /// use flakeid::GenerateError;
@@ -624,7 +629,7 @@ impl GenerateError {
     /// assert!(GenerateError::SequenceExhausted { retry_after: Duration::from_millis(1) }.is_transient());
     /// assert!(!GenerateError::Expired { last_ms: 0 }.is_transient());
     /// ```
-    pub fn is_transient(&self) -> bool {
+    pub const fn is_transient(&self) -> bool {
         !matches!(self, GenerateError::Expired { .. })
     }
 }
@@ -658,10 +663,12 @@ impl fmt::Display for GenerateError {
     }
 }
 
+/// `Storage`'s `Display` already ends with the storage error, so `source`
+/// skips to that error's own source (see [`BuildError`]'s).
 impl std::error::Error for GenerateError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            GenerateError::Storage(e) => Some(e),
+            GenerateError::Storage(e) => e.source(),
             _ => None,
         }
     }
@@ -792,3 +799,74 @@ impl fmt::Display for PublicIdError {
 
 #[cfg(feature = "public-ids")]
 impl std::error::Error for PublicIdError {}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    /// What an error reporter prints: the messages of `e` and its sources.
+    fn report(e: &(dyn Error + 'static)) -> String {
+        let mut text = e.to_string();
+        let mut next = e.source();
+        while let Some(inner) = next {
+            text = format!("{text}: {inner}");
+            next = inner.source();
+        }
+        text
+    }
+
+    #[test]
+    fn a_wrapped_error_is_reported_once() {
+        let state = StateError::Io {
+            op: "write /data/node.state.tmp".into(),
+            kind: std::io::ErrorKind::StorageFull,
+            message: "no space left on device".into(),
+        };
+        let field = FieldError::OutOfRange {
+            field: "node".into(),
+            value: 5000,
+            max: 1023,
+        };
+        let lease = LeaseError::AllHeld { first: 0, last: 7 };
+        let cases: [(Box<dyn Error>, String); 4] = [
+            (
+                Box::new(BuildError::Field(field.clone())),
+                field.to_string(),
+            ),
+            (
+                Box::new(BuildError::State(state.clone())),
+                state.to_string(),
+            ),
+            (
+                Box::new(BuildError::Lease(lease.clone())),
+                lease.to_string(),
+            ),
+            (
+                Box::new(GenerateError::Storage(state.clone())),
+                state.to_string(),
+            ),
+        ];
+        for (error, inner) in cases {
+            let text = report(&*error);
+            assert_eq!(text.matches(&inner).count(), 1, "{text}");
+        }
+    }
+
+    #[test]
+    fn every_error_can_cross_threads() {
+        fn assert_error<E: Error + Send + Sync + 'static>() {}
+        assert_error::<LayoutError>();
+        assert_error::<FieldError>();
+        assert_error::<BuildError>();
+        assert_error::<LeaseError>();
+        assert_error::<NodeIdError>();
+        assert_error::<StateError>();
+        assert_error::<GenerateError>();
+        assert_error::<ParseIdError>();
+        assert_error::<ConvertIdError>();
+        #[cfg(feature = "public-ids")]
+        assert_error::<PublicIdError>();
+    }
+}

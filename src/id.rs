@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{ConvertIdError, ParseIdError};
+use crate::id_string::IdFormat;
 
 /// A 64-bit ID made by a generator.
 ///
@@ -97,59 +98,7 @@ impl Id {
     /// assert_eq!(Id::parse_decimal("+1"), Err(ParseIdError::InvalidCharacter { position: 0, character: '+' }));
     /// ```
     pub const fn parse_decimal(s: &str) -> Result<Id, ParseIdError> {
-        let bytes = s.as_bytes();
-        if bytes.is_empty() {
-            return Err(ParseIdError::Empty);
-        }
-        let mut value: u64 = 0;
-        let mut i = 0;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if !b.is_ascii_digit() {
-                return Err(ParseIdError::InvalidCharacter {
-                    position: i,
-                    character: char_at(s, i),
-                });
-            }
-            value = match value.checked_mul(10) {
-                Some(v) => match v.checked_add((b - b'0') as u64) {
-                    Some(v) => v,
-                    None => return Err(ParseIdError::Overflow),
-                },
-                None => return Err(ParseIdError::Overflow),
-            };
-            i += 1;
-        }
-        Ok(Id(value))
-    }
-}
-
-/// The character that starts at byte `i` of `s` (a replacement character if `i`
-/// falls inside a multi-byte character, which callers never pass).
-pub(crate) const fn char_at(s: &str, i: usize) -> char {
-    let b = s.as_bytes();
-    let lead = b[i];
-    let (len, init) = if lead < 0x80 {
-        (1, lead as u32)
-    } else if lead >> 5 == 0b110 {
-        (2, (lead & 0x1f) as u32)
-    } else if lead >> 4 == 0b1110 {
-        (3, (lead & 0x0f) as u32)
-    } else {
-        (4, (lead & 0x07) as u32)
-    };
-    if i + len > b.len() {
-        return char::REPLACEMENT_CHARACTER;
-    }
-    let mut code = init;
-    let mut k = 1;
-    while k < len {
-        code = (code << 6) | (b[i + k] & 0x3f) as u32;
-        k += 1;
-    }
-    match char::from_u32(code) {
-        Some(c) => c,
-        None => char::REPLACEMENT_CHARACTER,
+        IdFormat::Decimal.parse(s)
     }
 }
 

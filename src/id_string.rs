@@ -19,7 +19,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
 use crate::error::ParseIdError;
-use crate::id::{Id, char_at};
+use crate::id::Id;
 
 const DIGITS: &[u8; 10] = b"0123456789";
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -50,6 +50,7 @@ const fn table(alphabet: &[u8], fold_case: bool) -> [u8; 256] {
     t
 }
 
+const DECIMAL_TABLE: [u8; 256] = table(DIGITS, false);
 const HEX_TABLE: [u8; 256] = table(HEX, true);
 const BASE62_TABLE: [u8; 256] = table(BASE62, false);
 const CROCKFORD_TABLE: [u8; 256] = {
@@ -221,15 +222,14 @@ impl IdFormat {
     /// );
     /// ```
     pub const fn parse(self, s: &str) -> Result<Id, ParseIdError> {
-        if let IdFormat::Decimal = self {
-            return Id::parse_decimal(s);
-        }
         let bytes = s.as_bytes();
         if bytes.is_empty() {
             return Err(ParseIdError::Empty);
         }
-        let max = self.max_len();
-        if bytes.len() > max {
+        // Decimal has no width, so leading zeros are unlimited, as in `str::parse`.
+        if let Some(max) = self.width()
+            && bytes.len() > max
+        {
             let length = char_count(bytes);
             // A multi-byte character makes the byte length overstate; such a
             // string is reported for that character below.
@@ -238,7 +238,7 @@ impl IdFormat {
             }
         }
         match self {
-            IdFormat::Decimal => Id::parse_decimal(s),
+            IdFormat::Decimal => parse::<10>(s, &DECIMAL_TABLE),
             IdFormat::Hex => parse::<16>(s, &HEX_TABLE),
             IdFormat::Base32 => parse::<32>(s, &CROCKFORD_TABLE),
             IdFormat::Base62 => parse::<62>(s, &BASE62_TABLE),
@@ -292,6 +292,35 @@ const fn parse<const RADIX: u64>(s: &str, table: &[u8; 256]) -> Result<Id, Parse
 impl fmt::Display for IdFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.name())
+    }
+}
+
+/// The character that starts at byte `i` of `s` (a replacement character if `i`
+/// falls inside a multi-byte character, which callers never pass).
+const fn char_at(s: &str, i: usize) -> char {
+    let b = s.as_bytes();
+    let lead = b[i];
+    let (len, init) = if lead < 0x80 {
+        (1, lead as u32)
+    } else if lead >> 5 == 0b110 {
+        (2, (lead & 0x1f) as u32)
+    } else if lead >> 4 == 0b1110 {
+        (3, (lead & 0x0f) as u32)
+    } else {
+        (4, (lead & 0x07) as u32)
+    };
+    if i + len > b.len() {
+        return char::REPLACEMENT_CHARACTER;
+    }
+    let mut code = init;
+    let mut k = 1;
+    while k < len {
+        code = (code << 6) | (b[i + k] & 0x3f) as u32;
+        k += 1;
+    }
+    match char::from_u32(code) {
+        Some(c) => c,
+        None => char::REPLACEMENT_CHARACTER,
     }
 }
 

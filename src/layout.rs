@@ -48,22 +48,22 @@ impl Field {
     }
 
     /// What the field holds.
-    pub fn kind(&self) -> FieldKind {
+    pub const fn kind(&self) -> FieldKind {
         self.kind
     }
 
     /// The field's width in bits.
-    pub fn bits(&self) -> u32 {
+    pub const fn bits(&self) -> u32 {
         self.bits
     }
 
     /// The position of the field's lowest bit in the ID.
-    pub fn shift(&self) -> u32 {
+    pub const fn shift(&self) -> u32 {
         self.shift
     }
 
     /// The largest value the field holds.
-    pub fn max(&self) -> u64 {
+    pub const fn max(&self) -> u64 {
         mask(self.bits)
     }
 
@@ -315,12 +315,12 @@ impl Layout {
     }
 
     /// The epoch, in Unix milliseconds.
-    pub fn epoch_ms(&self) -> u64 {
+    pub const fn epoch_ms(&self) -> u64 {
         self.epoch_ms
     }
 
     /// The time unit (one tick), in milliseconds.
-    pub fn unit_ms(&self) -> u64 {
+    pub const fn unit_ms(&self) -> u64 {
         self.unit_ms
     }
 
@@ -374,12 +374,12 @@ impl Layout {
     }
 
     /// The bits of all node fields together.
-    pub fn node_bits(&self) -> u32 {
+    pub const fn node_bits(&self) -> u32 {
         self.node_bits
     }
 
     /// The bits all fields take; the remaining high bits of an ID stay zero.
-    pub fn total_bits(&self) -> u32 {
+    pub const fn total_bits(&self) -> u32 {
         self.total_bits
     }
 
@@ -390,7 +390,7 @@ impl Layout {
 
     /// The largest node id: all node fields read as one number, the first
     /// field highest (Twitter: `datacenter << 5 | worker`).
-    pub fn max_node_id(&self) -> u64 {
+    pub const fn max_node_id(&self) -> u64 {
         mask(self.node_bits)
     }
 
@@ -669,6 +669,23 @@ pub struct Parts {
 ///
 /// `Display` prints the time in RFC 3339 (UTC) and every field:
 /// `2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7`.
+///
+/// ```
+/// use flakeid::Layout;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let layout = Layout::discord();
+/// let decoded = layout.decode("175928847299117063".parse()?)?;
+/// assert_eq!(decoded.unix_ms(), 1_462_015_105_796);
+/// assert_eq!(decoded.timestamp(), 1_462_015_105_796 - layout.epoch_ms());
+/// assert_eq!(decoded.node_fields().collect::<Vec<_>>(), [("worker", 1), ("process", 0)]);
+/// assert_eq!(decoded.node_id(), 1 << 5); // worker 1, process 0
+/// assert_eq!(decoded.field("process"), Some(0));
+/// assert_eq!((decoded.sequence(), decoded.clock_id()), (7, 0));
+/// assert_eq!(layout.compose(decoded.parts())?, decoded.id());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decoded<'a> {
     layout: &'a Layout,
@@ -678,17 +695,17 @@ pub struct Decoded<'a> {
 
 impl<'a> Decoded<'a> {
     /// The ID that was decoded.
-    pub fn id(&self) -> Id {
+    pub const fn id(&self) -> Id {
         self.id
     }
 
     /// The raw parts, which [`Layout::compose`] turns back into the same ID.
-    pub fn parts(&self) -> Parts {
+    pub const fn parts(&self) -> Parts {
         self.parts
     }
 
     /// The timestamp field: ticks since the epoch.
-    pub fn timestamp(&self) -> u64 {
+    pub const fn timestamp(&self) -> u64 {
         self.parts.timestamp
     }
 
@@ -732,7 +749,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// The node id (all node fields as one number).
-    pub fn node_id(&self) -> u64 {
+    pub const fn node_id(&self) -> u64 {
         self.parts.node
     }
 
@@ -748,12 +765,12 @@ impl<'a> Decoded<'a> {
     }
 
     /// The sequence within the tick.
-    pub fn sequence(&self) -> u64 {
+    pub const fn sequence(&self) -> u64 {
         self.parts.sequence
     }
 
     /// The clock id (0 without a clock-id field).
-    pub fn clock_id(&self) -> u64 {
+    pub const fn clock_id(&self) -> u64 {
         self.parts.clock_id
     }
 }

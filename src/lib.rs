@@ -61,8 +61,8 @@
 //!    stored timestamp stays where it was and `OnClockBehind` decides.
 //! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids,
 //!    strings and saved state are validated with typed errors
-//!    ([`LayoutError`], [`FieldError`], [`BuildError`], [`ParseIdError`],
-//!    [`StateError`]).
+//!    ([`LayoutError`], [`FieldError`], [`BuildError`], [`NodeIdError`],
+//!    [`ParseIdError`], [`StateError`]).
 //! 6. **Restart-safe**, with [`Builder::persist`]: no ID with a timestamp
 //!    after `T` is issued unless `T` was first saved durably, and a restarted
 //!    generator starts after its predecessor's saved mark, so it never

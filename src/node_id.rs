@@ -38,8 +38,8 @@ use crate::layout::Layout;
 ///
 /// # Errors
 ///
-/// [`NodeIdError::NotSet`] if the variable is not set (or not Unicode),
-/// [`NodeIdError::NotANumber`] if it is not a decimal integer,
+/// [`NodeIdError::NotSet`] if the variable is not set,
+/// [`NodeIdError::NotANumber`] if it is not a decimal integer (or not Unicode),
 /// [`NodeIdError::OutOfRange`] if it is above [`Layout::max_node_id`].
 ///
 /// ```
@@ -49,8 +49,13 @@ use crate::layout::Layout;
 /// assert_eq!(err, NodeIdError::NotSet { var: "FLAKEID_DOC_UNSET_VARIABLE".into() });
 /// ```
 pub fn from_env(var: &str, layout: &Layout) -> Result<u64, NodeIdError> {
-    let value = std::env::var(var).map_err(|_| NodeIdError::NotSet { var: var.into() })?;
-    parse(&value, || format!("environment variable {var}"), layout)
+    let value = std::env::var_os(var).ok_or_else(|| NodeIdError::NotSet { var: var.into() })?;
+    // A value that is not Unicode is set, just not a number.
+    parse(
+        &value.to_string_lossy(),
+        || format!("environment variable {var}"),
+        layout,
+    )
 }
 
 /// The ordinal of the StatefulSet pod this process runs in: the numeric

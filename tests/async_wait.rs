@@ -159,6 +159,43 @@ fn a_clock_behind_is_waited_for_only_within_the_policy() {
 }
 
 #[test]
+fn the_counters_count_a_waiting_call_as_the_blocking_call_does() {
+    within(Duration::from_secs(20), || {
+        let make = |clock: &ManualClock| {
+            Generator::builder(layout(8))
+                .clock(clock.clone())
+                .on_clock_behind(OnClockBehind::Wait {
+                    max: Duration::from_millis(30),
+                })
+                .counters(true)
+                .build()
+                .unwrap()
+        };
+        let (clock, async_clock) = (ManualClock::new(T), ManualClock::new(T));
+        let (blocking, nonblocking) = (make(&clock), make(&async_clock));
+        blocking.next_id();
+        clock.set_ms(T - 10);
+        assert!(matches!(
+            blocking.try_next_id(),
+            Err(GenerateError::ClockBehind { .. })
+        ));
+        current_thread().block_on(async {
+            nonblocking.next_id_async().await;
+            // 10 ms behind and standing still: several sleeps before the
+            // 30 ms allowance runs out, but one call.
+            async_clock.set_ms(T - 10);
+            assert!(matches!(
+                nonblocking.try_next_id_async().await,
+                Err(GenerateError::ClockBehind { .. })
+            ));
+        });
+        let stats = blocking.stats().unwrap();
+        assert_eq!((stats.clock_behind, stats.waits), (1, 1), "{stats:?}");
+        assert_eq!(nonblocking.stats(), Some(stats));
+    });
+}
+
+#[test]
 fn past_the_layouts_end_the_error_is_returned_not_awaited() {
     within(Duration::from_secs(20), || {
         let short = Layout::builder()

@@ -15,7 +15,7 @@ fn flakeid(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-fn flakeid_with_stdin(args: &[&str], stdin: &str) -> Output {
+fn flakeid_with_stdin(args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flakeid"))
         .args(args)
         .stdin(Stdio::piped())
@@ -27,7 +27,7 @@ fn flakeid_with_stdin(args: &[&str], stdin: &str) -> Output {
         .stdin
         .take()
         .unwrap()
-        .write_all(stdin.as_bytes())
+        .write_all(stdin.as_ref())
         .unwrap();
     child.wait_with_output().unwrap()
 }
@@ -191,8 +191,25 @@ fn decode_reads_ids_from_standard_input_and_reports_each_bad_one() {
     let err = stderr(&out);
     assert!(err.contains("\"12a4\""), "{err}");
     assert!(err.contains("pass --format"), "{err}");
+    assert!(err.contains("(3 characters;"), "{err}");
     assert!(err.contains("larger than 2^64 - 1"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_token_that_is_not_utf8_is_one_bad_id_among_good_ones() {
+    let out = flakeid_with_stdin(
+        &["decode", "--layout", "discord"],
+        b"175928847299117063 \xff\xfe\n0Czks0tP37X\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out).lines().count(), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("\"\u{fffd}\u{fffd}\": cannot tell its form (2 characters"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 #[test]
@@ -299,6 +316,8 @@ fn bench_prints_the_table_progress_and_chart() {
         &unwritable,
         "cannot write the chart to /nonexistent/dir/x.svg",
     );
+    // Refused before measuring, not after.
+    assert!(stdout(&unwritable).is_empty(), "{}", stdout(&unwritable));
 }
 
 #[test]

@@ -78,7 +78,7 @@ fn an_unset_variable_is_named() {
 }
 
 /// Runs `env_child` in a child process with the variable set to `value`.
-fn from_env_in_child(value: &str) -> String {
+fn from_env_in_child(value: impl AsRef<std::ffi::OsStr>) -> String {
     let output = Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
@@ -121,6 +121,15 @@ fn environment_variables() {
                 "Err(NotANumber {{ source: \"environment variable FLAKEID_TEST_NODE_ID\", value: {bad:?} }})"
             ),
             "{bad:?}"
+        );
+    }
+    // Set, but not Unicode: not a number, rather than "not set".
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(
+            from_env_in_child(std::ffi::OsStr::from_bytes(b"7\xff")),
+            "Err(NotANumber { source: \"environment variable FLAKEID_TEST_NODE_ID\", value: \"7\u{fffd}\" })"
         );
     }
     assert_eq!(

@@ -45,7 +45,8 @@ enum Command {
 const LAYOUT_HELP: &str = "A preset (twitter, discord, instagram, instagram:<epoch ms>, \
 sonyflake, js-safe) or a custom layout in the form of a state file's generator line: \
 'epoch=<ms> [unit=<ms>] fields=timestamp:<bits>,<name>:<bits>,...,sequence:<bits>' \
-(fields high to low; `clock_id` names a clock-id field, other names are node fields)";
+(fields high to low; `clock_id` names a clock-id field, other names are node fields); \
+a state file's `node=<id>` at the end is gen's node id when none is given";
 
 #[derive(Args)]
 struct GenArgs {
@@ -356,9 +357,10 @@ fn parse_id(s: &str, format: DecodeFormat) -> Result<(Id, IdFormat), String> {
                 13 => IdFormat::Base32,
                 11 => IdFormat::Base62,
                 _ => {
+                    let length = s.chars().count();
+                    let plural = if length == 1 { "" } else { "s" };
                     return Err(format!(
-                        "cannot tell its form ({} characters; hex has 16, base32 13, base62 11); pass --format",
-                        s.chars().count()
+                        "cannot tell its form ({length} character{plural}; hex has 16, base32 13, base62 11); pass --format"
                     ));
                 }
             }
@@ -389,9 +391,14 @@ fn decode(args: DecodeArgs) -> Result<ExitCode, Failure> {
         }
     };
     if args.ids.is_empty() {
-        for line in io::stdin().lock().lines() {
-            for input in line?.split_whitespace() {
-                one(input, &mut out)?;
+        // Bytes, not text lines: a token that is not UTF-8 is one bad ID,
+        // reported like any other, instead of ending the whole run.
+        for line in io::stdin().lock().split(b'\n') {
+            for input in line?
+                .split(u8::is_ascii_whitespace)
+                .filter(|token| !token.is_empty())
+            {
+                one(&String::from_utf8_lossy(input), &mut out)?;
             }
         }
     } else {
@@ -458,6 +465,14 @@ fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let layout = &args.layout.layout;
     let cores = thread::available_parallelism().map_or(1, |n| n.get());
     let live = io::stderr().is_terminal();
+    // Opened first, so a path that cannot be written fails before the runs.
+    let chart = match &args.svg {
+        Some(path) => Some((
+            path,
+            std::fs::File::create(path).map_err(|e| chart_error(path, &e))?,
+        )),
+        None => None,
+    };
     let mut rows = Vec::new();
     for &threads in &args.threads {
         let threads = threads as usize;
@@ -488,7 +503,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         )?;
     }
     out.flush()?;
-    if let Some(path) = &args.svg {
+    if let Some((path, mut file)) = chart {
         let series = |name: &str, pick: fn(&(usize, Run, Run)) -> f64| chart::Series {
             name: name.to_owned(),
             points: rows.iter().map(|r| (r.0 as f64, pick(r) / 1e6)).collect(),
@@ -505,11 +520,15 @@ fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
                 series("mutex", |r| r.2.per_second),
             ],
         );
-        std::fs::write(path, svg)
-            .map_err(|e| format!("cannot write the chart to {}: {e}", path.display()))?;
+        file.write_all(svg.as_bytes())
+            .map_err(|e| chart_error(path, &e))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn chart_error(path: &std::path::Path, e: &io::Error) -> String {
+    format!("cannot write the chart to {}: {e}", path.display())
 }
 
 /// Runs `threads` threads calling `try_next_id` until the duration is up,

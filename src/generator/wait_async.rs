@@ -8,7 +8,7 @@ use tokio::time::{Instant, sleep};
 
 use super::IdBatch;
 use super::atomic::Generator;
-use super::plan::Plan;
+use super::plan::{Plan, Stall};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::wait::{self, Mode, Reserve};
 use crate::clock::Clock;
@@ -33,13 +33,15 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
     n: usize,
     mode: Mode,
 ) -> Result<IdBatch, GenerateError> {
+    // The first attempt notes its stall (counting a clock behind once per
+    // call, as the blocking wait does); retries only ask for a reservation.
+    let mut error = match wait::poll_batch(r, n) {
+        Ok(batch) => return Ok(batch),
+        Err(error) => error,
+    };
     let mut behind_since = None;
     let mut waited = false;
     loop {
-        let error = match wait::poll_batch(r, n) {
-            Ok(batch) => return Ok(batch),
-            Err(error) => error,
-        };
         let Some(pause) = pause_for(r.plan(), &error, mode, &mut behind_since) else {
             return Err(error);
         };
@@ -50,6 +52,17 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
             }
         }
         sleep(pause.max(MIN_PAUSE)).await;
+        error = match r.poll(n as u64) {
+            Ok(step) => return Ok(IdBatch::new(step.first, r.plan().seq_one(), step.count)),
+            Err(stall) => {
+                if let Stall::Unreserved { clock, tick } = stall
+                    && let Some(reservation) = r.plan().reservation()
+                {
+                    reservation.request(clock, tick);
+                }
+                r.plan().error(stall)
+            }
+        };
     }
 }
 
