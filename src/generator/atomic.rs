@@ -103,8 +103,9 @@ impl<C: Clock> Generator<C> {
     /// The next ID, waiting as the policies say.
     ///
     /// With the default policies (`OnExhausted::Wait`, `OnClockBehind::Continue`)
-    /// this never fails before the layout's last instant: when a tick's sequence is used up it waits for the next
-    /// tick (spinning briefly, then yielding, then sleeping). With a leased
+    /// this never fails before the layout's last instant: when a tick's
+    /// sequence is used up it waits for the next tick (spinning briefly, then
+    /// yielding, then sleeping). With a leased
     /// node id it also waits while the lease cannot be proven valid, until the
     /// keeper has claimed a node id again.
     ///
