@@ -154,6 +154,13 @@ impl Fence {
         self.ceiling.load(Ordering::Relaxed)
     }
 
+    /// The floor of the current grant; read, like the ceiling, between
+    /// [`check`](Fence::check) and [`confirm`](Fence::confirm).
+    #[inline]
+    pub(crate) fn floor(&self) -> u64 {
+        self.floor.load(Ordering::Relaxed)
+    }
+
     /// After a compare-and-swap made under the grant of `ticket`: whether that
     /// grant is still the current one and still valid. A generator hands out
     /// the IDs of the swap only if so.

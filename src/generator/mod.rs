@@ -618,6 +618,25 @@ mod tests {
         }
     }
 
+    /// One of each generator behind `fence`, on `layout` with the policies.
+    fn fenced_pair(
+        fence: &Arc<Fence>,
+        layout: Layout,
+        clock: &ManualClock,
+        on_exhausted: OnExhausted,
+        on_behind: OnClockBehind,
+    ) -> Vec<Box<dyn IdGenerator>> {
+        let mut builder = Generator::builder(layout)
+            .clock(clock.clone())
+            .on_exhausted(on_exhausted)
+            .on_clock_behind(on_behind);
+        builder.fence = Some(fence.clone());
+        vec![
+            Box::new(builder.clone().build().unwrap()),
+            Box::new(builder.build_mutex().unwrap()),
+        ]
+    }
+
     fn node_of(g: &dyn IdGenerator, id: Id) -> u64 {
         g.layout().decode(id).unwrap().node_id()
     }
@@ -753,6 +772,64 @@ mod tests {
         for g in &gens {
             let d = layout.decode(g.next_id()).unwrap();
             assert_eq!((d.node_id(), d.timestamp()), (3, now_tick + 5));
+        }
+    }
+
+    /// A previous holder of the node id may have used every clock id up to
+    /// the floor, so a `NextClock` step (to a fresh clock id in the floor's
+    /// tick, or back to the clock's earlier tick) must not issue there.
+    #[test]
+    fn next_clock_policies_issue_nothing_at_or_below_the_leases_floor() {
+        let layout = Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .node("worker", 4)
+            .sequence(2)
+            .build()
+            .unwrap();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        let policies = [
+            (OnExhausted::NextClock, OnClockBehind::Continue),
+            (OnExhausted::Wait, OnClockBehind::NextClock),
+            (OnExhausted::NextClock, OnClockBehind::NextClock),
+        ];
+        // The floor at the clock's tick, and ahead of it (the previous
+        // holder's ceiling, or its clock ahead of ours).
+        for floor in [now_tick, now_tick + 5] {
+            for (on_exhausted, on_behind) in policies {
+                let (source, _mock) = quanta::Clock::mock();
+                let fence = Arc::new(Fence::with_clock(source));
+                let clock = ManualClock::new(T);
+                fence.open(
+                    Grant {
+                        node_bits: layout.node_mask_bits(3).unwrap(),
+                        floor,
+                        ceiling: u64::MAX,
+                        rewind: false,
+                    },
+                    u64::MAX,
+                );
+                for g in fenced_pair(&fence, layout.clone(), &clock, on_exhausted, on_behind) {
+                    let case =
+                        format!("floor +{} {on_exhausted:?} {on_behind:?}", floor - now_tick);
+                    for _ in 0..4 {
+                        if let Ok(id) = g.poll_id() {
+                            let d = layout.decode(id).unwrap();
+                            assert!(
+                                d.timestamp() > floor,
+                                "{case}: issued {:?} at or below the floor",
+                                d.parts()
+                            );
+                        }
+                    }
+                    // Once the clock passes the floor, issuing goes on.
+                    clock.set_ms(layout.unix_ms(floor + 1));
+                    let d = layout.decode(g.next_id()).unwrap();
+                    assert_eq!((d.timestamp(), d.node_id()), (floor + 1, 3), "{case}");
+                    clock.set_ms(T);
+                }
+            }
         }
     }
 

@@ -343,10 +343,16 @@ impl Plan {
 
     /// The clock id bits after `clk_bits` for use at tick `ts`, unless that
     /// clock id is the first one this generator used (all used: reusing one
-    /// could repeat an ID) or a predecessor may have used it at `ts`.
+    /// could repeat an ID) or a predecessor may have used it at `ts` (its
+    /// saved mark, or a leased node id's floor, which covers every clock id).
     #[inline]
     fn next_clock(&self, clk_bits: u64, ts: u64) -> Option<u64> {
         if self.clk_mask == 0 {
+            return None;
+        }
+        if let Some(fence) = &self.fence
+            && ts <= fence.floor()
+        {
             return None;
         }
         let next = (clk_bits + (1 << self.clk_shift)) & self.clk_mask;
