@@ -553,14 +553,8 @@ impl<C: Clock> Generator<C> {
 /// records it in the store and gives the node id back.
 impl<C> Drop for Generator<C> {
     fn drop(&mut self) {
-        if let Some(persister) = self.persister.take() {
-            let state = self.state.load(Ordering::Relaxed);
-            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
-        }
-        if let Some(keeper) = self.keeper.take() {
-            let state = self.state.load(Ordering::Relaxed);
-            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
-        }
+        let state = self.state.load(Ordering::Relaxed);
+        super::finish(&self.plan, state, self.persister.take(), self.keeper.take());
     }
 }
 

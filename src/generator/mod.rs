@@ -249,6 +249,19 @@ pub(crate) struct Parts<C> {
     pub(crate) keeper: Option<Box<dyn Keeper>>,
 }
 
+/// What a dropped generator in final state `state` leaves behind: restart
+/// safety's writer saves the exact last timestamp of its clock id, and a
+/// lease's keeper records the last one issued under the node id (when known)
+/// and gives the node id back.
+fn finish(plan: &Plan, state: u64, persister: Option<Persister>, keeper: Option<Box<dyn Keeper>>) {
+    if let Some(persister) = persister {
+        persister.finish(plan.clock_of(state), plan.ts_of(state));
+    }
+    if let Some(keeper) = keeper {
+        keeper.release(plan.last_issued(state));
+    }
+}
+
 impl Builder {
     /// A builder for `layout` with the defaults listed above.
     pub fn new(layout: Layout) -> Builder {
@@ -828,6 +841,84 @@ mod tests {
                     let d = layout.decode(g.next_id()).unwrap();
                     assert_eq!((d.timestamp(), d.node_id()), (floor + 1, 3), "{case}");
                     clock.set_ms(T);
+                }
+            }
+        }
+    }
+
+    /// The node bits and timestamp a dropped generator tells its keeper.
+    type Last = Option<(u64, u64)>;
+
+    /// Records what dropped generators tell their keeper.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<std::sync::Mutex<Vec<Last>>>);
+
+    impl Keeper for Recorder {
+        fn release(self: Box<Self>, last: Last) {
+            self.0.lock().unwrap().push(last);
+        }
+    }
+
+    /// The keeper records the last timestamp it is told as the node id's
+    /// mark, where the next holder starts: after an `OnClockBehind::NextClock`
+    /// step the state's timestamp is below IDs already issued, so it must not
+    /// be passed on as the last one.
+    #[test]
+    fn a_dropped_generator_never_tells_its_keeper_a_mark_below_its_ids() {
+        let layout = Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .node("worker", 4)
+            .sequence(2)
+            .build()
+            .unwrap();
+        let node_bits = layout.node_mask_bits(3).unwrap();
+        let (source, _mock) = quanta::Clock::mock();
+        let fence = Arc::new(Fence::with_clock(source));
+        fence.open(
+            Grant {
+                node_bits,
+                floor: 0,
+                ceiling: u64::MAX,
+                rewind: false,
+            },
+            u64::MAX,
+        );
+        let recorder = Recorder::default();
+        for on_behind in [OnClockBehind::Continue, OnClockBehind::NextClock] {
+            for mutex in [false, true] {
+                let clock = ManualClock::new(T);
+                let mut builder = Generator::builder(layout.clone())
+                    .clock(clock.clone())
+                    .on_clock_behind(on_behind);
+                builder.fence = Some(fence.clone());
+                let mut parts = builder.into_parts().unwrap();
+                parts.keeper = Some(Box::new(recorder.clone()));
+                let g: Box<dyn IdGenerator> = if mutex {
+                    Box::new(MutexGenerator::from_parts(parts))
+                } else {
+                    Box::new(Generator::from_parts(parts))
+                };
+                let mut highest = 0;
+                for step in [0i64, -1_000, 10, -50] {
+                    match step {
+                        0.. => clock.advance(Duration::from_millis(step.unsigned_abs())),
+                        _ => clock.rewind(Duration::from_millis(step.unsigned_abs())),
+                    }
+                    let d = layout.decode(g.next_id()).unwrap();
+                    highest = highest.max(d.timestamp());
+                }
+                drop(g);
+                let told = recorder.0.lock().unwrap().pop().unwrap();
+                // Exact where it can be, so a prompt restart need not wait.
+                assert_eq!(told.is_some(), on_behind == OnClockBehind::Continue);
+                if let Some((bits, ts)) = told {
+                    assert_eq!(bits, node_bits);
+                    assert!(
+                        ts >= highest,
+                        "{on_behind:?} mutex {mutex}: told {ts}, issued up to {highest}"
+                    );
                 }
             }
         }

@@ -171,7 +171,6 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
     }
 }
 
-/// As for [`Generator`](crate::Generator): saves the exact last timestamp.
 impl<C: Clock> MutexGenerator<C> {
     #[inline]
     fn issued(&self, step: &Step) {
@@ -212,16 +211,11 @@ impl<C: Clock> MutexGenerator<C> {
     }
 }
 
+/// As for [`Generator`](crate::Generator): saves the exact last timestamp.
 impl<C> Drop for MutexGenerator<C> {
     fn drop(&mut self) {
-        if let Some(persister) = self.persister.take() {
-            let state = *lock(&self.state);
-            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
-        }
-        if let Some(keeper) = self.keeper.take() {
-            let state = *lock(&self.state);
-            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
-        }
+        let state = *lock(&self.state);
+        super::finish(&self.plan, state, self.persister.take(), self.keeper.take());
     }
 }
 

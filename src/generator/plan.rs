@@ -249,9 +249,15 @@ impl Plan {
         }
     }
 
-    /// The node id bits in a state.
-    pub(crate) fn node_bits_of(&self, state: u64) -> u64 {
-        state & self.node_mask
+    /// The node id bits of `state` and the highest timestamp field issued
+    /// under them, for a lease's mark; `None` when only an upper bound is
+    /// known. The state's timestamp is that highest one unless an
+    /// `OnClockBehind::NextClock` step moved it back, which leaves the state
+    /// on a clock id other than the first (clock ids never come back).
+    pub(crate) fn last_issued(&self, state: u64) -> Option<(u64, u64)> {
+        let moved_back = self.on_behind == OnClockBehind::NextClock
+            && self.clock_of(state) != self.first_clock_id;
+        (!moved_back).then(|| (state & self.node_mask, self.ts_of(state)))
     }
 
     /// The node id bits a valid lease grants now, if the node id is leased.
