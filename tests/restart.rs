@@ -603,6 +603,63 @@ fn no_id_passes_the_saved_mark_and_a_failing_store_stops_issuance() {
     assert!(ts(g.layout(), id) <= saved_max.load(Ordering::SeqCst));
 }
 
+/// A store that fails while told to, counting the attempts.
+struct Failing {
+    fail: Arc<AtomicBool>,
+    attempts: Arc<AtomicU64>,
+}
+
+impl StateStore for Failing {
+    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(None)
+    }
+
+    fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
+        if self.fail.load(Ordering::SeqCst) {
+            self.attempts.fetch_add(1, Ordering::SeqCst);
+            return Err(StateError::from_io(
+                "write (injected)",
+                &std::io::Error::from(std::io::ErrorKind::StorageFull),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A thread blocked in `next_id` while storage fails must not make the
+/// writer retry faster than its backoff (10 ms, doubling to 1 s): a failing
+/// disk would be hit thousands of times a second, and a core spent on it.
+#[test]
+fn a_caller_waiting_out_a_storage_failure_does_not_hurry_the_writer() {
+    let fail = Arc::new(AtomicBool::new(false));
+    let attempts = Arc::new(AtomicU64::new(0));
+    let store = Failing {
+        fail: fail.clone(),
+        attempts: attempts.clone(),
+    };
+    let clock = ManualClock::new(T);
+    let g = Generator::builder(layout())
+        .clock(clock.clone())
+        .persist(Persist::store(store).window(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    g.next_id();
+    fail.store(true, Ordering::SeqCst);
+    // Past the saved window: the next ID needs a save.
+    clock.advance(Duration::from_secs(1));
+    let id = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(400));
+            fail.store(false, Ordering::SeqCst);
+        });
+        g.next_id()
+    });
+    assert_eq!(ts(g.layout(), id), tick(T + 1_000));
+    // Backing off, the writer tries at about 0, 10, 30, 70, 150 and 310 ms.
+    let tried = attempts.load(Ordering::SeqCst);
+    assert!((1..=12).contains(&tried), "{tried} save attempts in 400 ms");
+}
+
 #[test]
 fn a_store_cannot_serve_two_generators() {
     let dir = TempDir::new("store-in-use");
