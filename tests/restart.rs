@@ -660,6 +660,67 @@ fn a_caller_waiting_out_a_storage_failure_does_not_hurry_the_writer() {
     assert!((1..=12).contains(&tried), "{tried} save attempts in 400 ms");
 }
 
+/// A `ManualClock` that counts its readings: each attempt of a waiting
+/// caller reads it once or twice.
+#[derive(Clone)]
+struct Counted {
+    clock: ManualClock,
+    reads: Arc<AtomicU64>,
+}
+
+impl flakeid::Clock for Counted {
+    fn now_ms(&self) -> u64 {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.clock.now_ms()
+    }
+}
+
+/// While storage fails, the writer retries every 10 ms to 1 s; a caller
+/// blocked in `next_id` has no reason to try more than about once a
+/// millisecond, and trying every 50 µs costs a fifth of a core per waiting
+/// thread.
+#[test]
+fn a_caller_waiting_out_a_storage_failure_retries_about_once_a_millisecond() {
+    let fail = Arc::new(AtomicBool::new(false));
+    let store = Failing {
+        fail: fail.clone(),
+        attempts: Arc::default(),
+    };
+    let clock = Counted {
+        clock: ManualClock::new(T),
+        reads: Arc::default(),
+    };
+    let g = Generator::builder(layout())
+        .clock(clock.clone())
+        .persist(Persist::store(store).window(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    g.next_id();
+    fail.store(true, Ordering::SeqCst);
+    clock.clock.advance(Duration::from_secs(1));
+    // Let the writer see the failure first.
+    assert!(matches!(g.poll_id(), Err(GenerateError::Reserving)));
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(matches!(g.try_next_id(), Err(GenerateError::Storage(_))));
+    let before = clock.reads.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(400));
+            fail.store(false, Ordering::SeqCst);
+        });
+        g.next_id()
+    });
+    // At most two readings per attempt and an attempt about every
+    // millisecond (a loaded machine only makes fewer).
+    let waited_ms = started.elapsed().as_millis() as u64;
+    let reads = clock.reads.load(Ordering::Relaxed) - before;
+    assert!(
+        reads <= 3 * waited_ms,
+        "{reads} clock readings in {waited_ms} ms of waiting"
+    );
+}
+
 #[test]
 fn a_store_cannot_serve_two_generators() {
     let dir = TempDir::new("store-in-use");

@@ -156,10 +156,15 @@ fn wait<R: Reserve + ?Sized>(
                 if let (Mode::Report, GenerateError::Storage(e)) = (mode, plan.error(stall)) {
                     return Err(GenerateError::Storage(e));
                 }
-                if let Some(reservation) = plan.reservation() {
-                    reservation.request(clock, tick);
+                match plan.reservation() {
+                    Some(reservation) => {
+                        reservation.request(clock, tick);
+                        // The writer retries a failed save after 10 ms or
+                        // more: trying every millisecond is plenty.
+                        if reservation.is_failing() { 2 } else { 1 }
+                    }
+                    None => 1,
                 }
-                1
             }
             // The lease keeper reopens the fence after a fresh claim.
             Stall::Fenced if mode == Mode::Report => return Err(plan.error(stall)),

@@ -287,9 +287,14 @@ impl Reservation {
         }
     }
 
+    /// Whether the last save failed.
+    pub(crate) fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Acquire)
+    }
+
     /// The save error, while saving fails.
     pub(crate) fn failure(&self) -> Option<StateError> {
-        if self.failing.load(Ordering::Acquire) {
+        if self.is_failing() {
             lock(&self.error).clone()
         } else {
             None
