@@ -56,8 +56,10 @@ pub struct Generator<C = MonotonicClock> {
     /// `OnClockBehind::NextClock`, which moves the timestamp back with a fresh
     /// clock id), so the IDs it hands out are unique and ordered by the CAS's
     /// place in the word's modification order. The node id lives in the word
-    /// too, so a lease can switch it with one CAS. Padded to its own cache
-    /// line so neighbours do not share its contention.
+    /// too, so a lease can switch it with one CAS, which issues nothing and
+    /// leaves the new node id's tick used up (a rotation moves it back in
+    /// time). Padded to its own cache line so neighbours do not share its
+    /// contention.
     state: CachePadded<AtomicU64>,
     plan: Plan,
     clock: C,
@@ -138,9 +140,11 @@ impl<C: Clock> Generator<C> {
     /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`;
     /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
     /// `OnClockBehind::Wait` runs out; [`GenerateError::Expired`] past the
-    /// layout's last instant; [`GenerateError::Fenced`] while a leased node
-    /// id's lease cannot be proven valid (`Builder::lease`, features `etcd`
-    /// and `redis`).
+    /// layout's last instant; [`GenerateError::Storage`] while restart
+    /// safety's store fails to save the reservation the next ID needs
+    /// ([`Builder::persist`](crate::Builder::persist));
+    /// [`GenerateError::Fenced`] while a leased node id's lease cannot be
+    /// proven valid (`Builder::lease`, features `etcd` and `redis`).
     ///
     /// ```
     /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnClockBehind};
@@ -172,8 +176,9 @@ impl<C: Clock> Generator<C> {
     ///
     /// As [`try_next_id`](Generator::try_next_id), and also
     /// [`GenerateError::SequenceExhausted`] or [`GenerateError::ClockBehind`]
-    /// where the policy would wait. For event loops and async runtimes that
-    /// do their own waiting.
+    /// where the policy would wait, and [`GenerateError::Reserving`] where it
+    /// would wait for a reservation to be saved or a lease's ceiling to be
+    /// raised. For event loops and async runtimes that do their own waiting.
     ///
     /// ```
     /// use flakeid::{GenerateError, Generator, Layout};
@@ -265,9 +270,12 @@ impl<C: Clock> Generator<C> {
         &self.clock
     }
 
-    /// The largest ID issued so far; before the first, the starting point
-    /// (timestamp 0, or where a restored state left off). Every later ID is
-    /// larger, except after an `OnClockBehind::NextClock` step.
+    /// The generator's state: the largest ID issued so far, or a point it
+    /// moved past without issuing (before the first ID, timestamp 0 or where
+    /// a restored state left off; with a leased node id, the lease's floor,
+    /// or IDs dropped because the lease lapsed as they were made). Every
+    /// later ID is larger, except after an `OnClockBehind::NextClock` step
+    /// or a lease's rotation.
     ///
     /// ```
     /// use flakeid::{Generator, Layout};
