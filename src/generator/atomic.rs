@@ -397,10 +397,13 @@ impl<C: Clock> Reserve for Generator<C> {
     /// The clock is read before the state is loaded, so that the CAS follows
     /// the load at once: under contention, the shorter that window, the
     /// fewer CASes lose. The short path only uses a reading equal to the
-    /// state's tick, which is valid whenever it was taken. The full loop
-    /// works on a reading taken after the load (so a reading older than the
-    /// state cannot pass for the clock stepping back), or on this one if it
-    /// is already past the state's tick.
+    /// state's tick, to continue that tick, which is valid whenever it was
+    /// taken. The full loop reads the clock again, after the load: a reading
+    /// older than the state can pass for the clock stepping back, or, once
+    /// `OnClockBehind::NextClock` or a lease's rotation has moved the state
+    /// back in time, for the clock being past it (entering that tick would
+    /// put the timestamp ahead of the clock and undo the step; the loom
+    /// models of `NextClock` find this).
     ///
     /// Uniqueness and order need no more than Relaxed: IDs derive from this
     /// word alone, and the single modification order of one atomic makes
@@ -421,11 +424,7 @@ impl<C: Clock> Reserve for Generator<C> {
         let now = self.clock.now_ms();
         let cur = self.state.load(Ordering::Acquire);
         let Some(step) = self.plan.advance_in_tick(cur, now, n) else {
-            let now = if self.plan.ticks(now) > self.plan.ts_of(cur) {
-                now
-            } else {
-                self.clock.now_ms()
-            };
+            let now = self.clock.now_ms();
             // Checked once per call, so a generator without a lease runs a
             // loop with the fence compiled out.
             if self.plan.is_leased() {
@@ -658,6 +657,55 @@ mod tests {
                 assert_eq!(lock_free.stats(), locked.stats());
             }
         }
+    }
+
+    /// A clock that serves queued readings, then repeats the last: a thread
+    /// preempted between its clock read and its load of the state, while
+    /// others moved on, is a reading that comes out stale.
+    struct Readings(std::sync::Mutex<Vec<u64>>);
+
+    impl Readings {
+        fn set(&self, readings: &[u64]) {
+            *self.0.lock().unwrap() = readings.iter().map(|ms| EPOCH + ms).collect();
+        }
+    }
+
+    impl Clock for Readings {
+        fn now_ms(&self) -> u64 {
+            let mut queue = self.0.lock().unwrap();
+            if queue.len() > 1 {
+                queue.remove(0)
+            } else {
+                queue[0]
+            }
+        }
+    }
+
+    /// `OnClockBehind::NextClock` moves the state back in time. A reading
+    /// taken before the load, from before the clock stepped back, then looks
+    /// past the state's tick; entering that tick would put the timestamp
+    /// ahead of the clock and undo the step (the loom model
+    /// `next_clock_issues_at_the_real_time_under_a_fresh_clock_id` finds the
+    /// interleaving).
+    #[test]
+    fn a_reading_older_than_the_state_never_enters_a_tick() {
+        let layout = layout();
+        let generator = Generator::builder(layout.clone())
+            .clock(Readings(std::sync::Mutex::new(vec![EPOCH + 10])))
+            .on_clock_behind(OnClockBehind::NextClock)
+            .build()
+            .unwrap();
+        let at = |id: Id| {
+            let d = layout.decode(id).unwrap();
+            (d.timestamp(), d.clock_id())
+        };
+        assert_eq!(at(generator.try_next_id().unwrap()), (10, 0));
+        // The clock steps back to 8: a bump to clock id 1.
+        generator.clock().set(&[8]);
+        assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
+        // A call whose first reading is from before the step back.
+        generator.clock().set(&[10, 8]);
+        assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
     }
 
     #[test]
