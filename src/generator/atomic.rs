@@ -487,14 +487,20 @@ impl<C: Clock> Generator<C> {
                 match self.plan.gate(cur)? {
                     Gate::Pass(ticket) => ticket,
                     Gate::Switch(switched) => {
-                        // A lease switched node ids: install that first, then issue.
+                        // A lease switched node ids: install that first, then
+                        // issue on a reading taken after it (a rotation moves
+                        // the state back in time, maybe before this reading).
                         match self.state.compare_exchange(
                             cur,
                             switched,
                             Ordering::Release,
                             Ordering::Acquire,
                         ) {
-                            Ok(_) => cur = switched,
+                            Ok(_) => {
+                                cur = switched;
+                                now = self.clock.now_ms();
+                                fresh = true;
+                            }
                             Err(actual) => {
                                 self.lost_race(&mut cur, actual, &mut now, &mut fresh, &backoff);
                             }
@@ -589,6 +595,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
+    use crate::generator::tests::Readings;
     use crate::generator::{MutexGenerator, OnClockBehind, OnExhausted};
 
     const EPOCH: u64 = 1_600_000_000_000;
@@ -659,28 +666,6 @@ mod tests {
         }
     }
 
-    /// A clock that serves queued readings, then repeats the last: a thread
-    /// preempted between its clock read and its load of the state, while
-    /// others moved on, is a reading that comes out stale.
-    struct Readings(std::sync::Mutex<Vec<u64>>);
-
-    impl Readings {
-        fn set(&self, readings: &[u64]) {
-            *self.0.lock().unwrap() = readings.iter().map(|ms| EPOCH + ms).collect();
-        }
-    }
-
-    impl Clock for Readings {
-        fn now_ms(&self) -> u64 {
-            let mut queue = self.0.lock().unwrap();
-            if queue.len() > 1 {
-                queue.remove(0)
-            } else {
-                queue[0]
-            }
-        }
-    }
-
     /// `OnClockBehind::NextClock` moves the state back in time. A reading
     /// taken before the load, from before the clock stepped back, then looks
     /// past the state's tick; entering that tick would put the timestamp
@@ -691,7 +676,7 @@ mod tests {
     fn a_reading_older_than_the_state_never_enters_a_tick() {
         let layout = layout();
         let generator = Generator::builder(layout.clone())
-            .clock(Readings(std::sync::Mutex::new(vec![EPOCH + 10])))
+            .clock(Readings::new(EPOCH, &[10]))
             .on_clock_behind(OnClockBehind::NextClock)
             .build()
             .unwrap();
@@ -701,10 +686,10 @@ mod tests {
         };
         assert_eq!(at(generator.try_next_id().unwrap()), (10, 0));
         // The clock steps back to 8: a bump to clock id 1.
-        generator.clock().set(&[8]);
+        generator.clock().set(EPOCH, &[8]);
         assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
         // A call whose first reading is from before the step back.
-        generator.clock().set(&[10, 8]);
+        generator.clock().set(EPOCH, &[10, 8]);
         assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
     }
 

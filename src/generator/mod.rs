@@ -631,6 +631,34 @@ mod tests {
         }
     }
 
+    /// A clock that serves queued readings (ms after a base), then repeats
+    /// the last: a thread preempted between its clock read and its use of
+    /// it, while others moved on, is a reading that comes out stale.
+    pub(super) struct Readings(std::sync::Mutex<Vec<u64>>);
+
+    impl Readings {
+        pub(super) fn new(base: u64, readings: &[u64]) -> Readings {
+            let r = Readings(std::sync::Mutex::new(Vec::new()));
+            r.set(base, readings);
+            r
+        }
+
+        pub(super) fn set(&self, base: u64, readings: &[u64]) {
+            *self.0.lock().unwrap() = readings.iter().map(|ms| base + ms).collect();
+        }
+    }
+
+    impl Clock for Readings {
+        fn now_ms(&self) -> u64 {
+            let mut queue = self.0.lock().unwrap();
+            if queue.len() > 1 {
+                queue.remove(0)
+            } else {
+                queue[0]
+            }
+        }
+    }
+
     /// One of each generator behind `fence`, on `layout` with the policies.
     fn fenced_pair(
         fence: &Arc<Fence>,
@@ -750,6 +778,51 @@ mod tests {
             let d = layout.decode(after[0]).unwrap();
             assert_eq!((d.node_id(), d.timestamp()), (8, now_tick - 60_000));
             assert!(after.iter().all(|id| !before.contains(id)));
+        }
+    }
+
+    /// A rotation moves the state back in time, to a new node id. A reading
+    /// taken before the switch can be from before the clock stepped back
+    /// (the keeper rotated meanwhile): entering its tick would put the
+    /// timestamp ahead of the clock again, and ask for another rotation.
+    #[test]
+    fn after_a_rotation_a_reading_from_before_it_enters_no_tick() {
+        let layout = Layout::twitter();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        // Readings are ms after `base`: 60_000 is `now_tick`, 0 a minute back.
+        let base = layout.unix_ms(now_tick) - 60_000;
+        let grant = |node, floor, rewind| Grant {
+            node_bits: layout.node_mask_bits(node).unwrap(),
+            floor,
+            ceiling: u64::MAX,
+            rewind,
+        };
+        // The lock-free generator reads the clock before and after its load;
+        // the mutex twin once, under the lock.
+        for (mutex, stale) in [(false, &[60_000, 60_000, 0][..]), (true, &[60_000, 0][..])] {
+            let (source, _mock) = quanta::Clock::mock();
+            let fence = Arc::new(Fence::with_clock(source));
+            fence.open(grant(3, 0, false), u64::MAX);
+            let clock = Arc::new(Readings::new(base, &[60_000]));
+            let mut builder = Generator::builder(layout.clone()).clock(clock.clone());
+            builder.fence = Some(fence.clone());
+            let g: Box<dyn IdGenerator> = if mutex {
+                Box::new(builder.build_mutex().unwrap())
+            } else {
+                Box::new(builder.build().unwrap())
+            };
+            let d = layout.decode(g.next_id()).unwrap();
+            assert_eq!((d.node_id(), d.timestamp()), (3, now_tick));
+            // The clock steps back a minute; the keeper rotates to node 8,
+            // last used an hour ago, while this call's reading is older.
+            fence.open(grant(8, now_tick - 3_600_000, true), u64::MAX);
+            clock.set(base, stale);
+            let d = layout.decode(g.next_id()).unwrap();
+            assert_eq!(
+                (d.node_id(), d.timestamp()),
+                (8, now_tick - 60_000),
+                "mutex {mutex}"
+            );
         }
     }
 

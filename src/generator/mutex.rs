@@ -192,7 +192,10 @@ impl<C: Clock> MutexGenerator<C> {
             let ticket = match self.plan.gate(*state)? {
                 Gate::Pass(ticket) => ticket,
                 Gate::Switch(switched) => {
+                    // As in the lock-free generator: issue on a reading
+                    // taken after the switch.
                     *state = switched;
+                    now = self.clock.now_ms();
                     continue;
                 }
             };
