@@ -446,14 +446,6 @@ impl<C: Clock> Reserve for Generator<C> {
 }
 
 impl<C: Clock> Generator<C> {
-    #[inline]
-    fn issued(&self, step: &Step) {
-        self.plan.installed(step);
-        if let Some(counters) = &self.counters {
-            counters.record(step);
-        }
-    }
-
     #[inline(never)]
     fn poll_leased(&self, n: u64, cur: u64, now: u64) -> Result<Step, Stall> {
         self.poll_loop::<true>(n, cur, now, None)

@@ -172,14 +172,6 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
 }
 
 impl<C: Clock> MutexGenerator<C> {
-    #[inline]
-    fn issued(&self, step: &Step) {
-        self.plan.installed(step);
-        if let Some(counters) = &self.counters {
-            counters.record(step);
-        }
-    }
-
     /// Everything but the short path: the lease gate, new ticks, policies.
     #[inline(never)]
     fn advance_locked(

@@ -25,6 +25,15 @@ pub(crate) trait Reserve {
     fn counters(&self) -> Option<&Counters>;
     /// One attempt that never waits: a step, or why none is possible now.
     fn poll(&self, n: u64) -> Result<Step, Stall>;
+
+    /// Bookkeeping after `step` was installed and its IDs handed out.
+    #[inline]
+    fn issued(&self, step: &Step) {
+        self.plan().installed(step);
+        if let Some(counters) = self.counters() {
+            counters.record(step);
+        }
+    }
 }
 
 /// One ID, waiting as the policies say. The common call, kept small enough
