@@ -193,13 +193,17 @@ fn wait<R: Reserve + ?Sized>(
     }
 }
 
+/// The longest sleep between two looks at the clock: a wait worked out from
+/// a clock far behind (set back by mistake) ends soon after it is corrected.
+const LONGEST_SLEEP: Duration = Duration::from_millis(100);
+
 /// Waits part of the way towards a condition expected in about `hint_ms`:
-/// sleep through all but the last millisecond, then spin and yield, then nap
-/// in short steps, so a waiting thread neither burns a core nor oversleeps a
-/// tick by much.
+/// sleep through all but the last millisecond (in slices of at most
+/// [`LONGEST_SLEEP`]), then spin and yield, then nap in short steps, so a
+/// waiting thread neither burns a core nor oversleeps a tick by much.
 fn pause(backoff: &Backoff, hint_ms: u64) {
     if hint_ms >= 2 {
-        primitive::sleep(Duration::from_millis(hint_ms - 1));
+        primitive::sleep(Duration::from_millis(hint_ms - 1).min(LONGEST_SLEEP));
     } else if !backoff.is_completed() {
         backoff.snooze();
     } else {
