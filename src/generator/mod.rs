@@ -631,6 +631,16 @@ mod tests {
         }
     }
 
+    /// A grant of `node` on `layout`, issuing after `floor`, no ceiling.
+    fn grant(layout: &Layout, node: u64, floor: u64) -> Grant {
+        Grant {
+            node_bits: layout.node_mask_bits(node).unwrap(),
+            floor,
+            ceiling: u64::MAX,
+            rewind: false,
+        }
+    }
+
     /// A clock that serves queued readings (ms after a base), then repeats
     /// the last: a thread preempted between its clock read and its use of
     /// it, while others moved on, is a reading that comes out stale.
@@ -692,15 +702,7 @@ mod tests {
             assert_eq!(g.try_next_id(), Err(GenerateError::Fenced));
         }
         let layout = Layout::twitter();
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(9).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            fence.now_ns() + 1_000_000,
-        );
+        fence.open(grant(&layout, 9, 0), fence.now_ns() + 1_000_000);
         for g in &gens {
             assert_eq!(node_of(&**g, g.try_next_id().unwrap()), 9);
         }
@@ -717,27 +719,11 @@ mod tests {
         } = fenced();
         let layout = Layout::twitter();
         let now_tick = layout.timestamp_at(T).unwrap();
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(3).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 3, 0), u64::MAX);
         let before: Vec<Id> = gens.iter().map(|g| g.next_id()).collect();
         // Node 3 is lost; node 4 is claimed, whose previous holder may have
         // issued up to 5 ms after our clock.
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(4).unwrap(),
-                floor: now_tick + 5,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 4, now_tick + 5), u64::MAX);
         for (g, before) in gens.iter().zip(before) {
             // Nothing at or below the floor: wait for the clock (Continue).
             assert!(matches!(
@@ -762,10 +748,8 @@ mod tests {
         let layout = Layout::twitter();
         let now_tick = layout.timestamp_at(T).unwrap();
         let grant = |node, floor, rewind| Grant {
-            node_bits: layout.node_mask_bits(node).unwrap(),
-            floor,
-            ceiling: u64::MAX,
             rewind,
+            ..grant(&layout, node, floor)
         };
         fence.open(grant(3, 0, false), u64::MAX);
         // (Both generators share the fence, so each is checked on its own.)
@@ -792,10 +776,8 @@ mod tests {
         // Readings are ms after `base`: 60_000 is `now_tick`, 0 a minute back.
         let base = layout.unix_ms(now_tick) - 60_000;
         let grant = |node, floor, rewind| Grant {
-            node_bits: layout.node_mask_bits(node).unwrap(),
-            floor,
-            ceiling: u64::MAX,
             rewind,
+            ..grant(&layout, node, floor)
         };
         // The lock-free generator reads the clock before and after its load;
         // the mutex twin once, under the lock.
@@ -833,12 +815,7 @@ mod tests {
         } = fenced();
         let layout = Layout::twitter();
         let now_tick = layout.timestamp_at(T).unwrap();
-        let grant = |floor| Grant {
-            node_bits: layout.node_mask_bits(3).unwrap(),
-            floor,
-            ceiling: u64::MAX,
-            rewind: false,
-        };
+        let grant = |floor| grant(&layout, 3, floor);
         fence.open(grant(0), u64::MAX);
         for g in &gens {
             g.next_id();
@@ -887,15 +864,7 @@ mod tests {
                 let (source, _mock) = quanta::Clock::mock();
                 let fence = Arc::new(Fence::with_clock(source));
                 let clock = ManualClock::new(T);
-                fence.open(
-                    Grant {
-                        node_bits: layout.node_mask_bits(3).unwrap(),
-                        floor,
-                        ceiling: u64::MAX,
-                        rewind: false,
-                    },
-                    u64::MAX,
-                );
+                fence.open(grant(&layout, 3, floor), u64::MAX);
                 for g in fenced_pair(&fence, layout.clone(), &clock, on_exhausted, on_behind) {
                     let case =
                         format!("floor +{} {on_exhausted:?} {on_behind:?}", floor - now_tick);
@@ -949,15 +918,7 @@ mod tests {
         let node_bits = layout.node_mask_bits(3).unwrap();
         let (source, _mock) = quanta::Clock::mock();
         let fence = Arc::new(Fence::with_clock(source));
-        fence.open(
-            Grant {
-                node_bits,
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 3, 0), u64::MAX);
         let recorder = Recorder::default();
         for on_behind in [OnClockBehind::Continue, OnClockBehind::NextClock] {
             for mutex in [false, true] {
@@ -1006,10 +967,8 @@ mod tests {
         let now_tick = layout.timestamp_at(T).unwrap();
         fence.open(
             Grant {
-                node_bits: layout.node_mask_bits(2).unwrap(),
-                floor: 0,
                 ceiling: now_tick,
-                rewind: false,
+                ..grant(&layout, 2, 0)
             },
             u64::MAX,
         );
@@ -1037,15 +996,7 @@ mod tests {
         } = fenced();
         let layout = Layout::twitter();
         fence.rotate_after(5_000);
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(6).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 6, 0), u64::MAX);
         for g in &gens {
             g.next_id();
         }
@@ -1067,15 +1018,7 @@ mod tests {
     fn a_leased_generator_reports_the_granted_node_id_before_its_first_id() {
         let Fenced { fence, gens, .. } = fenced();
         let layout = Layout::twitter();
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(11).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 11, 0), u64::MAX);
         let mut builder = Generator::builder(Layout::twitter())
             .node_id(1)
             .clock(ManualClock::new(T));
@@ -1093,15 +1036,7 @@ mod tests {
             let id = std::thread::scope(|s| {
                 s.spawn(|| {
                     std::thread::sleep(Duration::from_millis(20));
-                    fence.open(
-                        Grant {
-                            node_bits: layout.node_mask_bits(7).unwrap(),
-                            floor: 0,
-                            ceiling: u64::MAX,
-                            rewind: false,
-                        },
-                        u64::MAX,
-                    );
+                    fence.open(grant(&layout, 7, 0), u64::MAX);
                 });
                 g.next_id()
             });
