@@ -606,7 +606,8 @@ pub enum GenerateError {
         last_ms: u64,
     },
     /// (from `poll_id`) The next ID needs a later tick than the saved
-    /// reservation covers; the reservation is being extended.
+    /// reservation covers, or than a leased node id's store has recorded for
+    /// this holder; the reservation (or the lease's ceiling) is being extended.
     Reserving,
     /// The reservation cannot be saved, so no ID past the saved one may be
     /// issued. `try_next_id` reports it; `next_id` waits for storage to recover.

@@ -82,9 +82,11 @@ pub(crate) struct Grant {
 /// What a generator keeps while its node id is leased: the lease keeper,
 /// told the generator's final state when the generator is dropped.
 pub(crate) trait Keeper: Send + Sync {
-    /// Stops keeping the lease and gives the node id back, recording that
-    /// the generator's last state had `node_bits` and timestamp field `ts`.
-    fn release(self: Box<Self>, node_bits: u64, ts: u64);
+    /// Stops keeping the lease and gives the node id back. `last` is the
+    /// node bits the generator ended on and the highest timestamp field it
+    /// issued under them, or `None` if that is not known (the ceiling
+    /// recorded in the store then stands).
+    fn release(self: Box<Self>, last: Option<(u64, u64)>);
 }
 
 // Opened, extended and closed by the lease keepers behind the `etcd` and
@@ -152,6 +154,13 @@ impl Fence {
     #[inline]
     pub(crate) fn ceiling(&self) -> u64 {
         self.ceiling.load(Ordering::Relaxed)
+    }
+
+    /// The floor of the current grant; read, like the ceiling, between
+    /// [`check`](Fence::check) and [`confirm`](Fence::confirm).
+    #[inline]
+    pub(crate) fn floor(&self) -> u64 {
+        self.floor.load(Ordering::Relaxed)
     }
 
     /// After a compare-and-swap made under the grant of `ticket`: whether that

@@ -21,7 +21,7 @@
 //!   order the layout states. Presets reproduce Twitter, Discord, Instagram,
 //!   Sonyflake, and a layout whose IDs JavaScript holds exactly.
 //! - A [`Generator`] keeps its whole state in one cache-padded `AtomicU64`:
-//!   the last ID it handed out. A call loads it, reads the clock, computes the
+//!   the last ID it handed out. A call reads the clock, loads it, computes the
 //!   successor (the next sequence value, or the first of a new tick) and
 //!   installs it with one compare-and-swap, backing off after a lost race; the
 //!   installed word is the ID. No path takes a lock.
@@ -70,7 +70,9 @@
 //!
 //! One policy gives up guarantees 2 and 3 by design: with
 //! [`OnClockBehind::NextClock`], the ID after a clock step-back carries the
-//! earlier time under a new clock id. It stays unique.
+//! earlier time under a new clock id. It stays unique. A leased node id's
+//! rotation after a rollback (`Lease::rotate_after_rollback`) does the same
+//! under a fresh node id.
 //!
 //! `next_id` panics only where `try_next_id` would return an error: a policy
 //! set to report, or a clock past the layout's last instant (see

@@ -84,6 +84,46 @@ fn wait_blocks_until_the_clock_reaches_the_next_tick() {
     }
 }
 
+/// A wait computed from a clock far behind the last timestamp (a clock set
+/// back, or a restart behind a saved mark) ends when the clock is corrected,
+/// not when the wrong clock would have caught up.
+#[test]
+fn a_long_wait_ends_soon_after_the_clock_is_corrected() {
+    let policies = [
+        (OnExhausted::Wait, OnClockBehind::Continue),
+        (
+            OnExhausted::Wait,
+            OnClockBehind::Wait {
+                max: Duration::from_secs(60),
+            },
+        ),
+    ];
+    for (on_exhausted, on_behind) in policies {
+        for (name, g, clock) in both(|c| {
+            builder(layout(1), c)
+                .on_exhausted(on_exhausted)
+                .on_clock_behind(on_behind)
+        }) {
+            let name = format!("{name} {on_behind:?}");
+            g.next_id();
+            g.next_id();
+            // Set back 10 s by mistake: the next ID waits for tick T + 1.
+            clock.rewind(Duration::from_secs(10));
+            let started = std::time::Instant::now();
+            let id = thread::scope(|s| {
+                s.spawn(|| {
+                    thread::sleep(ms(50));
+                    clock.set_ms(T + 1);
+                });
+                g.next_id()
+            });
+            let waited = started.elapsed();
+            assert_eq!(parts(&*g, id), (T + 1, 0, 5, 0), "{name}");
+            assert!(waited < Duration::from_secs(5), "{name}: waited {waited:?}");
+        }
+    }
+}
+
 #[test]
 fn error_on_exhaustion_reports_and_next_id_panics() {
     for (name, g, clock) in both(|c| builder(layout(1), c).on_exhausted(OnExhausted::Error)) {

@@ -603,6 +603,99 @@ fn no_id_passes_the_saved_mark_and_a_failing_store_stops_issuance() {
     assert!(ts(g.layout(), id) <= saved_max.load(Ordering::SeqCst));
 }
 
+/// A store that fails while told to, counting the attempts.
+struct Failing {
+    fail: Arc<AtomicBool>,
+    attempts: Arc<AtomicU64>,
+}
+
+impl StateStore for Failing {
+    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(None)
+    }
+
+    fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
+        if self.fail.load(Ordering::SeqCst) {
+            self.attempts.fetch_add(1, Ordering::SeqCst);
+            return Err(StateError::from_io(
+                "write (injected)",
+                &std::io::Error::from(std::io::ErrorKind::StorageFull),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A `ManualClock` that counts its readings: each attempt of a waiting
+/// caller reads it once or twice.
+#[derive(Clone)]
+struct Counted {
+    clock: ManualClock,
+    reads: Arc<AtomicU64>,
+}
+
+impl flakeid::Clock for Counted {
+    fn now_ms(&self) -> u64 {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.clock.now_ms()
+    }
+}
+
+/// While storage fails, the writer retries after 10 ms, doubling to 1 s. A
+/// thread blocked in `next_id` meanwhile must not hurry it (a failing disk
+/// would be hit thousands of times a second), nor try more than about once
+/// a millisecond itself (every 50 µs costs a fifth of a core per thread).
+#[test]
+fn a_caller_waiting_out_a_storage_failure_neither_hurries_the_writer_nor_spins() {
+    let fail = Arc::new(AtomicBool::new(false));
+    let attempts = Arc::new(AtomicU64::new(0));
+    let store = Failing {
+        fail: fail.clone(),
+        attempts: attempts.clone(),
+    };
+    let clock = Counted {
+        clock: ManualClock::new(T),
+        reads: Arc::default(),
+    };
+    let g = Generator::builder(layout())
+        .clock(clock.clone())
+        .persist(Persist::store(store).window(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    g.next_id();
+    fail.store(true, Ordering::SeqCst);
+    // Past the saved window: the next ID needs a save. Let the writer see
+    // the failure first.
+    clock.clock.advance(Duration::from_secs(1));
+    assert!(matches!(g.poll_id(), Err(GenerateError::Reserving)));
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(matches!(g.try_next_id(), Err(GenerateError::Storage(_))));
+    let (reads_before, attempts_before) = (
+        clock.reads.load(Ordering::Relaxed),
+        attempts.load(Ordering::SeqCst),
+    );
+    let started = std::time::Instant::now();
+    let id = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(400));
+            fail.store(false, Ordering::SeqCst);
+        });
+        g.next_id()
+    });
+    let waited_ms = started.elapsed().as_millis() as u64;
+    assert_eq!(ts(g.layout(), id), tick(T + 1_000));
+    // Backing off, the writer tries at about 10, 30, 70, 150, 310 and 630 ms.
+    let tried = attempts.load(Ordering::SeqCst) - attempts_before;
+    assert!(tried <= 12, "{tried} save attempts in {waited_ms} ms");
+    // At most two readings per attempt and an attempt about every
+    // millisecond (a loaded machine only makes fewer).
+    let reads = clock.reads.load(Ordering::Relaxed) - reads_before;
+    assert!(
+        reads <= 3 * waited_ms,
+        "{reads} clock readings in {waited_ms} ms of waiting"
+    );
+}
+
 #[test]
 fn a_store_cannot_serve_two_generators() {
     let dir = TempDir::new("store-in-use");

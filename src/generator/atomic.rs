@@ -56,8 +56,10 @@ pub struct Generator<C = MonotonicClock> {
     /// `OnClockBehind::NextClock`, which moves the timestamp back with a fresh
     /// clock id), so the IDs it hands out are unique and ordered by the CAS's
     /// place in the word's modification order. The node id lives in the word
-    /// too, so a lease can switch it with one CAS. Padded to its own cache
-    /// line so neighbours do not share its contention.
+    /// too, so a lease can switch it with one CAS, which issues nothing and
+    /// leaves the new node id's tick used up (a rotation moves it back in
+    /// time). Padded to its own cache line so neighbours do not share its
+    /// contention.
     state: CachePadded<AtomicU64>,
     plan: Plan,
     clock: C,
@@ -139,9 +141,11 @@ impl<C: Clock> Generator<C> {
     /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`;
     /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
     /// `OnClockBehind::Wait` runs out; [`GenerateError::Expired`] past the
-    /// layout's last instant; [`GenerateError::Fenced`] while a leased node
-    /// id's lease cannot be proven valid (`Builder::lease`, features `etcd`
-    /// and `redis`).
+    /// layout's last instant; [`GenerateError::Storage`] while restart
+    /// safety's store fails to save the reservation the next ID needs
+    /// ([`Builder::persist`](crate::Builder::persist));
+    /// [`GenerateError::Fenced`] while a leased node id's lease cannot be
+    /// proven valid (`Builder::lease`, features `etcd` and `redis`).
     ///
     /// ```
     /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnClockBehind};
@@ -173,8 +177,9 @@ impl<C: Clock> Generator<C> {
     ///
     /// As [`try_next_id`](Generator::try_next_id), and also
     /// [`GenerateError::SequenceExhausted`] or [`GenerateError::ClockBehind`]
-    /// where the policy would wait. For event loops and async runtimes that
-    /// do their own waiting.
+    /// where the policy would wait, and [`GenerateError::Reserving`] where it
+    /// would wait for a reservation to be saved or a lease's ceiling to be
+    /// raised. For event loops and async runtimes that do their own waiting.
     ///
     /// ```
     /// use flakeid::{GenerateError, Generator, Layout};
@@ -266,9 +271,12 @@ impl<C: Clock> Generator<C> {
         &self.clock
     }
 
-    /// The largest ID issued so far; before the first, the starting point
-    /// (timestamp 0, or where a restored state left off). Every later ID is
-    /// larger, except after an `OnClockBehind::NextClock` step.
+    /// The generator's state: the largest ID issued so far, or a point it
+    /// moved past without issuing (before the first ID, timestamp 0 or where
+    /// a restored state left off; with a leased node id, the lease's floor,
+    /// or IDs dropped because the lease lapsed as they were made). Every
+    /// later ID is larger, except after an `OnClockBehind::NextClock` step
+    /// or a lease's rotation.
     ///
     /// ```
     /// use flakeid::{Generator, Layout};
@@ -390,13 +398,13 @@ impl<C: Clock> Reserve for Generator<C> {
     /// The clock is read before the state is loaded, so that the CAS follows
     /// the load at once: under contention, the shorter that window, the
     /// fewer CASes lose. The short path only uses a reading equal to the
-    /// state's tick, which is valid whenever it was taken. The full loop
-    /// works on a reading taken after the load: an older one may be behind
-    /// the state (and pass for the clock stepping back), or ahead of a step
-    /// back that another thread has already acted on (`OnClockBehind::NextClock`
-    /// moves the state back), and entering a tick from it would lead the
-    /// clock by more than the allowance (the loom models in
-    /// `loom-tests/tests/behind.rs` find this).
+    /// state's tick, to continue that tick, which is valid whenever it was
+    /// taken. The full loop reads the clock again, after the load: a reading
+    /// older than the state can pass for the clock stepping back, or, once
+    /// `OnClockBehind::NextClock` or a lease's rotation has moved the state
+    /// back in time, for the clock being past it (entering that tick would
+    /// put the timestamp ahead of the clock and undo the step; the loom
+    /// models of `NextClock` find this).
     ///
     /// Uniqueness and order need no more than Relaxed: IDs derive from this
     /// word alone, and the single modification order of one atomic makes
@@ -439,14 +447,6 @@ impl<C: Clock> Reserve for Generator<C> {
 }
 
 impl<C: Clock> Generator<C> {
-    #[inline]
-    fn issued(&self, step: &Step) {
-        self.plan.installed(step);
-        if let Some(counters) = &self.counters {
-            counters.record(step);
-        }
-    }
-
     #[inline(never)]
     fn poll_leased(&self, n: u64, cur: u64, now: u64) -> Result<Step, Stall> {
         self.poll_loop::<true>(n, cur, now, None)
@@ -480,14 +480,20 @@ impl<C: Clock> Generator<C> {
                 match self.plan.gate(cur)? {
                     Gate::Pass(ticket) => ticket,
                     Gate::Switch(switched) => {
-                        // A lease switched node ids: install that first, then issue.
+                        // A lease switched node ids: install that first, then
+                        // issue on a reading taken after it (a rotation moves
+                        // the state back in time, maybe before this reading).
                         match self.state.compare_exchange(
                             cur,
                             switched,
                             Ordering::Release,
                             Ordering::Acquire,
                         ) {
-                            Ok(_) => cur = switched,
+                            Ok(_) => {
+                                cur = switched;
+                                now = self.clock.now_ms();
+                                fresh = true;
+                            }
                             Err(actual) => {
                                 self.lost_race(&mut cur, actual, &mut now, &mut fresh, &backoff);
                             }
@@ -553,14 +559,8 @@ impl<C: Clock> Generator<C> {
 /// records it in the store and gives the node id back.
 impl<C> Drop for Generator<C> {
     fn drop(&mut self) {
-        if let Some(persister) = self.persister.take() {
-            let state = self.state.load(Ordering::Relaxed);
-            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
-        }
-        if let Some(keeper) = self.keeper.take() {
-            let state = self.state.load(Ordering::Relaxed);
-            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
-        }
+        let state = self.state.load(Ordering::Relaxed);
+        super::finish(&self.plan, state, self.persister.take(), self.keeper.take());
     }
 }
 
@@ -588,6 +588,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
+    use crate::generator::tests::Readings;
     use crate::generator::{MutexGenerator, OnClockBehind, OnExhausted};
 
     const EPOCH: u64 = 1_600_000_000_000;
@@ -656,6 +657,33 @@ mod tests {
                 assert_eq!(lock_free.stats(), locked.stats());
             }
         }
+    }
+
+    /// `OnClockBehind::NextClock` moves the state back in time. A reading
+    /// taken before the load, from before the clock stepped back, then looks
+    /// past the state's tick; entering that tick would put the timestamp
+    /// ahead of the clock and undo the step (the loom model
+    /// `next_clock_issues_at_the_real_time_under_a_fresh_clock_id` finds the
+    /// interleaving).
+    #[test]
+    fn a_reading_older_than_the_state_never_enters_a_tick() {
+        let layout = layout();
+        let generator = Generator::builder(layout.clone())
+            .clock(Readings::new(EPOCH, &[10]))
+            .on_clock_behind(OnClockBehind::NextClock)
+            .build()
+            .unwrap();
+        let at = |id: Id| {
+            let d = layout.decode(id).unwrap();
+            (d.timestamp(), d.clock_id())
+        };
+        assert_eq!(at(generator.try_next_id().unwrap()), (10, 0));
+        // The clock steps back to 8: a bump to clock id 1.
+        generator.clock().set(EPOCH, &[8]);
+        assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
+        // A call whose first reading is from before the step back.
+        generator.clock().set(EPOCH, &[10, 8]);
+        assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
     }
 
     #[test]

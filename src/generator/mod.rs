@@ -249,6 +249,19 @@ pub(crate) struct Parts<C> {
     pub(crate) keeper: Option<Box<dyn Keeper>>,
 }
 
+/// What a dropped generator in final state `state` leaves behind: restart
+/// safety's writer saves the exact last timestamp of its clock id, and a
+/// lease's keeper records the last one issued under the node id (when known)
+/// and gives the node id back.
+fn finish(plan: &Plan, state: u64, persister: Option<Persister>, keeper: Option<Box<dyn Keeper>>) {
+    if let Some(persister) = persister {
+        persister.finish(plan.clock_of(state), plan.ts_of(state));
+    }
+    if let Some(keeper) = keeper {
+        keeper.release(plan.last_issued(state));
+    }
+}
+
 impl Builder {
     /// A builder for `layout` with the defaults listed above.
     pub fn new(layout: Layout) -> Builder {
@@ -618,6 +631,63 @@ mod tests {
         }
     }
 
+    /// A grant of `node` on `layout`, issuing after `floor`, no ceiling.
+    fn grant(layout: &Layout, node: u64, floor: u64) -> Grant {
+        Grant {
+            node_bits: layout.node_mask_bits(node).unwrap(),
+            floor,
+            ceiling: u64::MAX,
+            rewind: false,
+        }
+    }
+
+    /// A clock that serves queued readings (ms after a base), then repeats
+    /// the last: a thread preempted between its clock read and its use of
+    /// it, while others moved on, is a reading that comes out stale.
+    pub(super) struct Readings(std::sync::Mutex<Vec<u64>>);
+
+    impl Readings {
+        pub(super) fn new(base: u64, readings: &[u64]) -> Readings {
+            let r = Readings(std::sync::Mutex::new(Vec::new()));
+            r.set(base, readings);
+            r
+        }
+
+        pub(super) fn set(&self, base: u64, readings: &[u64]) {
+            *self.0.lock().unwrap() = readings.iter().map(|ms| base + ms).collect();
+        }
+    }
+
+    impl Clock for Readings {
+        fn now_ms(&self) -> u64 {
+            let mut queue = self.0.lock().unwrap();
+            if queue.len() > 1 {
+                queue.remove(0)
+            } else {
+                queue[0]
+            }
+        }
+    }
+
+    /// One of each generator behind `fence`, on `layout` with the policies.
+    fn fenced_pair(
+        fence: &Arc<Fence>,
+        layout: Layout,
+        clock: &ManualClock,
+        on_exhausted: OnExhausted,
+        on_behind: OnClockBehind,
+    ) -> Vec<Box<dyn IdGenerator>> {
+        let mut builder = Generator::builder(layout)
+            .clock(clock.clone())
+            .on_exhausted(on_exhausted)
+            .on_clock_behind(on_behind);
+        builder.fence = Some(fence.clone());
+        vec![
+            Box::new(builder.clone().build().unwrap()),
+            Box::new(builder.build_mutex().unwrap()),
+        ]
+    }
+
     fn node_of(g: &dyn IdGenerator, id: Id) -> u64 {
         g.layout().decode(id).unwrap().node_id()
     }
@@ -632,15 +702,7 @@ mod tests {
             assert_eq!(g.try_next_id(), Err(GenerateError::Fenced));
         }
         let layout = Layout::twitter();
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(9).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            fence.now_ns() + 1_000_000,
-        );
+        fence.open(grant(&layout, 9, 0), fence.now_ns() + 1_000_000);
         for g in &gens {
             assert_eq!(node_of(&**g, g.try_next_id().unwrap()), 9);
         }
@@ -657,27 +719,11 @@ mod tests {
         } = fenced();
         let layout = Layout::twitter();
         let now_tick = layout.timestamp_at(T).unwrap();
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(3).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 3, 0), u64::MAX);
         let before: Vec<Id> = gens.iter().map(|g| g.next_id()).collect();
         // Node 3 is lost; node 4 is claimed, whose previous holder may have
         // issued up to 5 ms after our clock.
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(4).unwrap(),
-                floor: now_tick + 5,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 4, now_tick + 5), u64::MAX);
         for (g, before) in gens.iter().zip(before) {
             // Nothing at or below the floor: wait for the clock (Continue).
             assert!(matches!(
@@ -702,10 +748,8 @@ mod tests {
         let layout = Layout::twitter();
         let now_tick = layout.timestamp_at(T).unwrap();
         let grant = |node, floor, rewind| Grant {
-            node_bits: layout.node_mask_bits(node).unwrap(),
-            floor,
-            ceiling: u64::MAX,
             rewind,
+            ..grant(&layout, node, floor)
         };
         fence.open(grant(3, 0, false), u64::MAX);
         // (Both generators share the fence, so each is checked on its own.)
@@ -721,6 +765,49 @@ mod tests {
         }
     }
 
+    /// A rotation moves the state back in time, to a new node id. A reading
+    /// taken before the switch can be from before the clock stepped back
+    /// (the keeper rotated meanwhile): entering its tick would put the
+    /// timestamp ahead of the clock again, and ask for another rotation.
+    #[test]
+    fn after_a_rotation_a_reading_from_before_it_enters_no_tick() {
+        let layout = Layout::twitter();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        // Readings are ms after `base`: 60_000 is `now_tick`, 0 a minute back.
+        let base = layout.unix_ms(now_tick) - 60_000;
+        let grant = |node, floor, rewind| Grant {
+            rewind,
+            ..grant(&layout, node, floor)
+        };
+        // The lock-free generator reads the clock before and after its load;
+        // the mutex twin once, under the lock.
+        for (mutex, stale) in [(false, &[60_000, 60_000, 0][..]), (true, &[60_000, 0][..])] {
+            let (source, _mock) = quanta::Clock::mock();
+            let fence = Arc::new(Fence::with_clock(source));
+            fence.open(grant(3, 0, false), u64::MAX);
+            let clock = Arc::new(Readings::new(base, &[60_000]));
+            let mut builder = Generator::builder(layout.clone()).clock(clock.clone());
+            builder.fence = Some(fence.clone());
+            let g: Box<dyn IdGenerator> = if mutex {
+                Box::new(builder.build_mutex().unwrap())
+            } else {
+                Box::new(builder.build().unwrap())
+            };
+            let d = layout.decode(g.next_id()).unwrap();
+            assert_eq!((d.node_id(), d.timestamp()), (3, now_tick));
+            // The clock steps back a minute; the keeper rotates to node 8,
+            // last used an hour ago, while this call's reading is older.
+            fence.open(grant(8, now_tick - 3_600_000, true), u64::MAX);
+            clock.set(base, stale);
+            let d = layout.decode(g.next_id()).unwrap();
+            assert_eq!(
+                (d.node_id(), d.timestamp()),
+                (8, now_tick - 60_000),
+                "mutex {mutex}"
+            );
+        }
+    }
+
     #[test]
     fn a_node_id_claimed_again_starts_after_the_floor_its_interim_holder_left() {
         let Fenced {
@@ -728,12 +815,7 @@ mod tests {
         } = fenced();
         let layout = Layout::twitter();
         let now_tick = layout.timestamp_at(T).unwrap();
-        let grant = |floor| Grant {
-            node_bits: layout.node_mask_bits(3).unwrap(),
-            floor,
-            ceiling: u64::MAX,
-            rewind: false,
-        };
+        let grant = |floor| grant(&layout, 3, floor);
         fence.open(grant(0), u64::MAX);
         for g in &gens {
             g.next_id();
@@ -756,6 +838,126 @@ mod tests {
         }
     }
 
+    /// A previous holder of the node id may have used every clock id up to
+    /// the floor, so a `NextClock` step (to a fresh clock id in the floor's
+    /// tick, or back to the clock's earlier tick) must not issue there.
+    #[test]
+    fn next_clock_policies_issue_nothing_at_or_below_the_leases_floor() {
+        let layout = Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .node("worker", 4)
+            .sequence(2)
+            .build()
+            .unwrap();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        let policies = [
+            (OnExhausted::NextClock, OnClockBehind::Continue),
+            (OnExhausted::Wait, OnClockBehind::NextClock),
+            (OnExhausted::NextClock, OnClockBehind::NextClock),
+        ];
+        // The floor at the clock's tick, and ahead of it (the previous
+        // holder's ceiling, or its clock ahead of ours).
+        for floor in [now_tick, now_tick + 5] {
+            for (on_exhausted, on_behind) in policies {
+                let (source, _mock) = quanta::Clock::mock();
+                let fence = Arc::new(Fence::with_clock(source));
+                let clock = ManualClock::new(T);
+                fence.open(grant(&layout, 3, floor), u64::MAX);
+                for g in fenced_pair(&fence, layout.clone(), &clock, on_exhausted, on_behind) {
+                    let case =
+                        format!("floor +{} {on_exhausted:?} {on_behind:?}", floor - now_tick);
+                    for _ in 0..4 {
+                        if let Ok(id) = g.poll_id() {
+                            let d = layout.decode(id).unwrap();
+                            assert!(
+                                d.timestamp() > floor,
+                                "{case}: issued {:?} at or below the floor",
+                                d.parts()
+                            );
+                        }
+                    }
+                    // Once the clock passes the floor, issuing goes on.
+                    clock.set_ms(layout.unix_ms(floor + 1));
+                    let d = layout.decode(g.next_id()).unwrap();
+                    assert_eq!((d.timestamp(), d.node_id()), (floor + 1, 3), "{case}");
+                    clock.set_ms(T);
+                }
+            }
+        }
+    }
+
+    /// The node bits and timestamp a dropped generator tells its keeper.
+    type Last = Option<(u64, u64)>;
+
+    /// Records what dropped generators tell their keeper.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<std::sync::Mutex<Vec<Last>>>);
+
+    impl Keeper for Recorder {
+        fn release(self: Box<Self>, last: Last) {
+            self.0.lock().unwrap().push(last);
+        }
+    }
+
+    /// The keeper records the last timestamp it is told as the node id's
+    /// mark, where the next holder starts: after an `OnClockBehind::NextClock`
+    /// step the state's timestamp is below IDs already issued, so it must not
+    /// be passed on as the last one.
+    #[test]
+    fn a_dropped_generator_never_tells_its_keeper_a_mark_below_its_ids() {
+        let layout = Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .node("worker", 4)
+            .sequence(2)
+            .build()
+            .unwrap();
+        let node_bits = layout.node_mask_bits(3).unwrap();
+        let (source, _mock) = quanta::Clock::mock();
+        let fence = Arc::new(Fence::with_clock(source));
+        fence.open(grant(&layout, 3, 0), u64::MAX);
+        let recorder = Recorder::default();
+        for on_behind in [OnClockBehind::Continue, OnClockBehind::NextClock] {
+            for mutex in [false, true] {
+                let clock = ManualClock::new(T);
+                let mut builder = Generator::builder(layout.clone())
+                    .clock(clock.clone())
+                    .on_clock_behind(on_behind);
+                builder.fence = Some(fence.clone());
+                let mut parts = builder.into_parts().unwrap();
+                parts.keeper = Some(Box::new(recorder.clone()));
+                let g: Box<dyn IdGenerator> = if mutex {
+                    Box::new(MutexGenerator::from_parts(parts))
+                } else {
+                    Box::new(Generator::from_parts(parts))
+                };
+                let mut highest = 0;
+                for step in [0i64, -1_000, 10, -50] {
+                    match step {
+                        0.. => clock.advance(Duration::from_millis(step.unsigned_abs())),
+                        _ => clock.rewind(Duration::from_millis(step.unsigned_abs())),
+                    }
+                    let d = layout.decode(g.next_id()).unwrap();
+                    highest = highest.max(d.timestamp());
+                }
+                drop(g);
+                let told = recorder.0.lock().unwrap().pop().unwrap();
+                // Exact where it can be, so a prompt restart need not wait.
+                assert_eq!(told.is_some(), on_behind == OnClockBehind::Continue);
+                if let Some((bits, ts)) = told {
+                    assert_eq!(bits, node_bits);
+                    assert!(
+                        ts >= highest,
+                        "{on_behind:?} mutex {mutex}: told {ts}, issued up to {highest}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn no_tick_past_the_ceiling_until_the_store_records_it() {
         let Fenced {
@@ -765,10 +967,8 @@ mod tests {
         let now_tick = layout.timestamp_at(T).unwrap();
         fence.open(
             Grant {
-                node_bits: layout.node_mask_bits(2).unwrap(),
-                floor: 0,
                 ceiling: now_tick,
-                rewind: false,
+                ..grant(&layout, 2, 0)
             },
             u64::MAX,
         );
@@ -796,15 +996,7 @@ mod tests {
         } = fenced();
         let layout = Layout::twitter();
         fence.rotate_after(5_000);
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(6).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 6, 0), u64::MAX);
         for g in &gens {
             g.next_id();
         }
@@ -826,15 +1018,7 @@ mod tests {
     fn a_leased_generator_reports_the_granted_node_id_before_its_first_id() {
         let Fenced { fence, gens, .. } = fenced();
         let layout = Layout::twitter();
-        fence.open(
-            Grant {
-                node_bits: layout.node_mask_bits(11).unwrap(),
-                floor: 0,
-                ceiling: u64::MAX,
-                rewind: false,
-            },
-            u64::MAX,
-        );
+        fence.open(grant(&layout, 11, 0), u64::MAX);
         let mut builder = Generator::builder(Layout::twitter())
             .node_id(1)
             .clock(ManualClock::new(T));
@@ -852,15 +1036,7 @@ mod tests {
             let id = std::thread::scope(|s| {
                 s.spawn(|| {
                     std::thread::sleep(Duration::from_millis(20));
-                    fence.open(
-                        Grant {
-                            node_bits: layout.node_mask_bits(7).unwrap(),
-                            floor: 0,
-                            ceiling: u64::MAX,
-                            rewind: false,
-                        },
-                        u64::MAX,
-                    );
+                    fence.open(grant(&layout, 7, 0), u64::MAX);
                 });
                 g.next_id()
             });

@@ -171,16 +171,7 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
     }
 }
 
-/// As for [`Generator`](crate::Generator): saves the exact last timestamp.
 impl<C: Clock> MutexGenerator<C> {
-    #[inline]
-    fn issued(&self, step: &Step) {
-        self.plan.installed(step);
-        if let Some(counters) = &self.counters {
-            counters.record(step);
-        }
-    }
-
     /// Everything but the short path: the lease gate, new ticks, policies.
     #[inline(never)]
     fn advance_locked(
@@ -193,7 +184,10 @@ impl<C: Clock> MutexGenerator<C> {
             let ticket = match self.plan.gate(*state)? {
                 Gate::Pass(ticket) => ticket,
                 Gate::Switch(switched) => {
+                    // As in the lock-free generator: issue on a reading
+                    // taken after the switch.
                     *state = switched;
+                    now = self.clock.now_ms();
                     continue;
                 }
             };
@@ -212,16 +206,11 @@ impl<C: Clock> MutexGenerator<C> {
     }
 }
 
+/// As for [`Generator`](crate::Generator): saves the exact last timestamp.
 impl<C> Drop for MutexGenerator<C> {
     fn drop(&mut self) {
-        if let Some(persister) = self.persister.take() {
-            let state = *lock(&self.state);
-            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
-        }
-        if let Some(keeper) = self.keeper.take() {
-            let state = *lock(&self.state);
-            keeper.release(self.plan.node_bits_of(state), self.plan.ts_of(state));
-        }
+        let state = *lock(&self.state);
+        super::finish(&self.plan, state, self.persister.take(), self.keeper.take());
     }
 }
 

@@ -249,9 +249,15 @@ impl Plan {
         }
     }
 
-    /// The node id bits in a state.
-    pub(crate) fn node_bits_of(&self, state: u64) -> u64 {
-        state & self.node_mask
+    /// The node id bits of `state` and the highest timestamp field issued
+    /// under them, for a lease's mark; `None` when only an upper bound is
+    /// known. The state's timestamp is that highest one unless an
+    /// `OnClockBehind::NextClock` step moved it back, which leaves the state
+    /// on a clock id other than the first (clock ids never come back).
+    pub(crate) fn last_issued(&self, state: u64) -> Option<(u64, u64)> {
+        let moved_back = self.on_behind == OnClockBehind::NextClock
+            && self.clock_of(state) != self.first_clock_id;
+        (!moved_back).then(|| (state & self.node_mask, self.ts_of(state)))
     }
 
     /// The node id bits a valid lease grants now, if the node id is leased.
@@ -343,10 +349,16 @@ impl Plan {
 
     /// The clock id bits after `clk_bits` for use at tick `ts`, unless that
     /// clock id is the first one this generator used (all used: reusing one
-    /// could repeat an ID) or a predecessor may have used it at `ts`.
+    /// could repeat an ID) or a predecessor may have used it at `ts` (its
+    /// saved mark, or a leased node id's floor, which covers every clock id).
     #[inline]
     fn next_clock(&self, clk_bits: u64, ts: u64) -> Option<u64> {
         if self.clk_mask == 0 {
+            return None;
+        }
+        if let Some(fence) = &self.fence
+            && ts <= fence.floor()
+        {
             return None;
         }
         let next = (clk_bits + (1 << self.clk_shift)) & self.clk_mask;

@@ -41,7 +41,9 @@ pub enum OnExhausted {
     /// Each clock id is used at most once in a generator's life, and it only
     /// moves up to higher clock ids, so IDs keep increasing; once none is
     /// left above the current one, the generator waits as with
-    /// [`Wait`](OnExhausted::Wait).
+    /// [`Wait`](OnExhausted::Wait). It waits too in a tick a previous holder
+    /// of a leased node id may have used (up to the lease's floor), where
+    /// every clock id may be taken.
     NextClock,
 }
 
@@ -89,7 +91,9 @@ pub enum OnClockBehind {
     /// scheme). IDs stay unique because the new clock id was never used with
     /// those times; they are **not** ordered across the step, since the ID after
     /// it carries an earlier time. Each clock id is used at most once in a
-    /// generator's life; once all are used, the generator continues on the last
-    /// timestamp as with [`Continue`](OnClockBehind::Continue).
+    /// generator's life; once all are used, or when the clock reads a tick a
+    /// previous holder of a leased node id may have used (up to the lease's
+    /// floor), the generator continues on the last timestamp as with
+    /// [`Continue`](OnClockBehind::Continue).
     NextClock,
 }

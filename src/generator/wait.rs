@@ -25,6 +25,15 @@ pub(crate) trait Reserve {
     fn counters(&self) -> Option<&Counters>;
     /// One attempt that never waits: a step, or why none is possible now.
     fn poll(&self, n: u64) -> Result<Step, Stall>;
+
+    /// Bookkeeping after `step` was installed and its IDs handed out.
+    #[inline]
+    fn issued(&self, step: &Step) {
+        self.plan().installed(step);
+        if let Some(counters) = self.counters() {
+            counters.record(step);
+        }
+    }
 }
 
 /// One ID, waiting as the policies say. The common call, kept small enough
@@ -156,10 +165,15 @@ fn wait<R: Reserve + ?Sized>(
                 if let (Mode::Report, GenerateError::Storage(e)) = (mode, plan.error(stall)) {
                     return Err(GenerateError::Storage(e));
                 }
-                if let Some(reservation) = plan.reservation() {
-                    reservation.request(clock, tick);
+                match plan.reservation() {
+                    Some(reservation) => {
+                        reservation.request(clock, tick);
+                        // The writer retries a failed save after 10 ms or
+                        // more: trying every millisecond is plenty.
+                        if reservation.is_failing() { 2 } else { 1 }
+                    }
+                    None => 1,
                 }
-                1
             }
             // The lease keeper reopens the fence after a fresh claim.
             Stall::Fenced if mode == Mode::Report => return Err(plan.error(stall)),
@@ -179,13 +193,17 @@ fn wait<R: Reserve + ?Sized>(
     }
 }
 
+/// The longest sleep between two looks at the clock: a wait worked out from
+/// a clock far behind (set back by mistake) ends soon after it is corrected.
+const LONGEST_SLEEP: Duration = Duration::from_millis(100);
+
 /// Waits part of the way towards a condition expected in about `hint_ms`:
-/// sleep through all but the last millisecond, then spin and yield, then nap
-/// in short steps, so a waiting thread neither burns a core nor oversleeps a
-/// tick by much.
+/// sleep through all but the last millisecond (in slices of at most
+/// [`LONGEST_SLEEP`]), then spin and yield, then nap in short steps, so a
+/// waiting thread neither burns a core nor oversleeps a tick by much.
 fn pause(backoff: &Backoff, hint_ms: u64) {
     if hint_ms >= 2 {
-        primitive::sleep(Duration::from_millis(hint_ms - 1));
+        primitive::sleep(Duration::from_millis(hint_ms - 1).min(LONGEST_SLEEP));
     } else if !backoff.is_completed() {
         backoff.snooze();
     } else {

@@ -422,8 +422,8 @@ impl KeeperThread {
 }
 
 impl Keeper for KeeperThread {
-    fn release(mut self: Box<Self>, node_bits: u64, ts: u64) {
-        self.stop(Some((node_bits, ts)));
+    fn release(mut self: Box<Self>, last: Option<(u64, u64)>) {
+        self.stop(last);
     }
 }
 

@@ -25,7 +25,8 @@
 //!   less a safety margin, measured on the monotonic clock from the moment the
 //!   last successful renewal request was *sent*. It resumes only after a
 //!   fresh claim.
-//! - **Release** on drop: the mark set to the exact last timestamp issued,
+//! - **Release** on drop: the mark set to the exact last timestamp issued
+//!   (left at the ceiling after an `OnClockBehind::NextClock` step back),
 //!   and the node key deleted (if still this holder's); etcd's lease revoked.
 //!
 //! Uniqueness rests on the marks alone: a holder never issues past the mark

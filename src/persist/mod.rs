@@ -272,19 +272,29 @@ impl Reservation {
         }
     }
 
-    /// Asks the writer to reserve `tick` on `clock`.
+    /// Asks the writer to reserve `tick` on `clock`. Only a request for
+    /// more than was asked before wakes it: callers waiting for a save repeat
+    /// theirs, and a writer backing off after a failed save must not be
+    /// hurried into retrying at their pace.
     pub(crate) fn request(&self, clock: u64, tick: u64) {
-        if let Some(w) = self.wanted.get(clock as usize) {
-            w.fetch_max(tick, Ordering::Relaxed);
-        }
-        if let Some(writer) = self.writer.get() {
+        let Some(wanted) = self.wanted.get(clock as usize) else {
+            return;
+        };
+        if wanted.fetch_max(tick, Ordering::Relaxed) < tick
+            && let Some(writer) = self.writer.get()
+        {
             writer.unpark();
         }
     }
 
+    /// Whether the last save failed.
+    pub(crate) fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Acquire)
+    }
+
     /// The save error, while saving fails.
     pub(crate) fn failure(&self) -> Option<StateError> {
-        if self.failing.load(Ordering::Acquire) {
+        if self.is_failing() {
             lock(&self.error).clone()
         } else {
             None
