@@ -195,6 +195,42 @@ fn the_counters_count_a_waiting_call_as_the_blocking_call_does() {
     });
 }
 
+/// As for `next_id`: a wait worked out from a clock set back far by mistake
+/// ends soon after the clock is corrected, not when the wrong clock would
+/// have caught up.
+#[test]
+fn a_long_wait_ends_soon_after_the_clock_is_corrected() {
+    let waited = within(Duration::from_secs(20), || {
+        let clock = ManualClock::new(T);
+        let generator = Generator::builder(layout(1))
+            .node_id(5)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        current_thread().block_on(async {
+            generator.next_id_async().await;
+            generator.next_id_async().await;
+            // Set back 10 s: the next ID waits for tick T + 1.
+            clock.rewind(Duration::from_secs(10));
+            let fixer = {
+                let clock = clock.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    clock.set_ms(T + 1);
+                })
+            };
+            let started = Instant::now();
+            let id = generator.next_id_async().await;
+            let waited = started.elapsed();
+            fixer.await.unwrap();
+            let d = generator.layout().decode(id).unwrap();
+            assert_eq!((d.unix_ms(), d.sequence()), (T + 1, 0));
+            waited
+        })
+    });
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+}
+
 #[test]
 fn past_the_layouts_end_the_error_is_returned_not_awaited() {
     within(Duration::from_secs(20), || {

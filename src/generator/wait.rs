@@ -195,7 +195,7 @@ fn wait<R: Reserve + ?Sized>(
 
 /// The longest sleep between two looks at the clock: a wait worked out from
 /// a clock far behind (set back by mistake) ends soon after it is corrected.
-const LONGEST_SLEEP: Duration = Duration::from_millis(100);
+pub(crate) const LONGEST_SLEEP: Duration = Duration::from_millis(100);
 
 /// Waits part of the way towards a condition expected in about `hint_ms`:
 /// sleep through all but the last millisecond (in slices of at most

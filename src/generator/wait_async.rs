@@ -51,7 +51,9 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
                 c.record_wait();
             }
         }
-        sleep(pause.max(MIN_PAUSE)).await;
+        // In slices, as the blocking wait does: a pause worked out from a
+        // clock far behind ends soon after the clock is corrected.
+        sleep(pause.clamp(MIN_PAUSE, wait::LONGEST_SLEEP)).await;
         error = match r.poll(n as u64) {
             Ok(step) => return Ok(IdBatch::new(step.first, r.plan().seq_one(), step.count)),
             Err(stall) => {
