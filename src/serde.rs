@@ -12,7 +12,8 @@
 //! and Java services often send one; an integer a JavaScript program wrote
 //! may already be rounded, so have such producers send strings. Strings are
 //! decimal only: hex, base32 and base62 strings are refused rather than
-//! guessed at. Use [`as_u64`] where a field must be a number in every format.
+//! guessed at. Use [`as_u64`] (and [`as_u64::option`] for an `Option<Id>`) where a field
+//! must be a number in every format.
 //!
 //! ```
 //! use flakeid::Id;
@@ -171,5 +172,105 @@ pub mod as_u64 {
     /// ```
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Id, D::Error> {
         deserializer.deserialize_u64(IdVisitor)
+    }
+
+    /// The same for an `Option<Id>`: `None` is the format's null, `Some(id)`
+    /// a `u64`; for `#[serde(with = "flakeid::serde::as_u64::option")]`.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    /// struct Row {
+    ///     #[serde(with = "flakeid::serde::as_u64::option")]
+    ///     parent: Option<Id>,
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let row = Row { parent: Some(Id::from_u64(175928847299117063)) };
+    /// assert_eq!(serde_json::to_string(&row)?, r#"{"parent":175928847299117063}"#);
+    /// let orphan: Row = serde_json::from_str(r#"{"parent":null}"#)?;
+    /// assert_eq!(orphan.parent, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub mod option {
+        use std::fmt;
+
+        use ::serde::de::{self, Deserializer, Visitor};
+        use ::serde::ser::Serializer;
+
+        use super::{Id, IdVisitor};
+
+        /// Writes `Some(id)` as a `u64`, `None` as the format's null.
+        ///
+        /// # Errors
+        ///
+        /// Whatever the serializer reports.
+        ///
+        /// ```
+        /// use flakeid::Id;
+        ///
+        /// # fn main() -> Result<(), serde_json::Error> {
+        /// let mut out = Vec::new();
+        /// flakeid::serde::as_u64::option::serialize(&None, &mut serde_json::Serializer::new(&mut out))?;
+        /// assert_eq!(out, b"null");
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub fn serialize<S: Serializer>(id: &Option<Id>, serializer: S) -> Result<S::Ok, S::Error> {
+            match id {
+                Some(id) => serializer.serialize_some(&id.to_u64()),
+                None => serializer.serialize_none(),
+            }
+        }
+
+        /// Reads an `Option<Id>`: null, or a `u64`.
+        ///
+        /// # Errors
+        ///
+        /// The deserializer's error for anything but null or a non-negative
+        /// integer below 2^64.
+        ///
+        /// ```
+        /// use flakeid::Id;
+        ///
+        /// # fn main() -> Result<(), serde_json::Error> {
+        /// let id = flakeid::serde::as_u64::option::deserialize(&mut serde_json::Deserializer::from_str("42"))?;
+        /// assert_eq!(id, Some(Id::from_u64(42)));
+        /// let none = flakeid::serde::as_u64::option::deserialize(&mut serde_json::Deserializer::from_str("null"))?;
+        /// assert_eq!(none, None);
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Option<Id>, D::Error> {
+            deserializer.deserialize_option(OptionVisitor)
+        }
+
+        /// Null, or an id through [`IdVisitor`]'s `u64` path.
+        struct OptionVisitor;
+
+        impl<'de> Visitor<'de> for OptionVisitor {
+            type Value = Option<Id>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("null or an integer in 0..=18446744073709551615")
+            }
+
+            fn visit_none<E: de::Error>(self) -> Result<Option<Id>, E> {
+                Ok(None)
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Option<Id>, E> {
+                Ok(None)
+            }
+
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<Id>, D::Error> {
+                d.deserialize_u64(IdVisitor).map(Some)
+            }
+        }
     }
 }

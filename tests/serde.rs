@@ -14,6 +14,12 @@ struct Order {
     row: Id,
 }
 
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Link {
+    #[serde(with = "flakeid::serde::as_u64::option")]
+    parent: Option<Id>,
+}
+
 fn cbor<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
     ciborium::into_writer(value, &mut out).unwrap();
@@ -118,4 +124,30 @@ fn cbor_round_trips_a_struct_and_refuses_negative_numbers() {
     assert!(err.contains("large"), "{err}");
     // Binary formats are read as numbers only.
     assert!(from_cbor::<Id>(&cbor(&"123")).is_err());
+}
+
+#[test]
+fn as_u64_option_is_a_number_or_null_in_json_and_cbor() {
+    for parent in [
+        None,
+        Some(Id::from_u64(0)),
+        Some(Id::from_u64(ID)),
+        Some(Id::MAX),
+    ] {
+        let link = Link { parent };
+        let json = serde_json::to_value(&link).unwrap();
+        match parent {
+            Some(id) => assert_eq!(json["parent"].as_u64(), Some(id.to_u64())),
+            None => assert!(json["parent"].is_null()),
+        }
+        assert_eq!(serde_json::from_value::<Link>(json).unwrap(), link);
+        assert_eq!(from_cbor::<Link>(&cbor(&link)), Ok(link));
+    }
+    for (bad, says) in [
+        (r#"{"parent":"2"}"#, "invalid type: string"),
+        (r#"{"parent":-1}"#, "integer `-1`"),
+    ] {
+        let err = serde_json::from_str::<Link>(bad).unwrap_err().to_string();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
 }
