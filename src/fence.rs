@@ -47,6 +47,10 @@ pub(crate) struct Fence {
     ceiling: AtomicU64,
     /// The grant moves the timestamp back to the floor (rotation).
     rewind: AtomicBool,
+    /// The highest tick at which a generator moved its state under another
+    /// node id (0: none). A clock-id step in that tick could issue below IDs
+    /// of the same tick under the old node id, so none is taken at or below it.
+    switched: AtomicU64,
     /// The highest tick a generator was refused for want of ceiling (0: none);
     /// the keeper raises the ceiling past it.
     wanted: AtomicU64,
@@ -109,6 +113,7 @@ impl Fence {
             floor: AtomicU64::new(0),
             ceiling: AtomicU64::new(0),
             rewind: AtomicBool::new(false),
+            switched: AtomicU64::new(0),
             wanted: AtomicU64::new(0),
             rotate_after: AtomicU64::new(0),
             rotate_below: AtomicU64::new(0),
@@ -161,6 +166,21 @@ impl Fence {
     #[inline]
     pub(crate) fn floor(&self) -> u64 {
         self.floor.load(Ordering::Relaxed)
+    }
+
+    /// Notes that a generator moves its state under another node id at
+    /// `tick`, before it installs that state: a thread that sees the state
+    /// then sees this too.
+    #[cold]
+    pub(crate) fn switched_at(&self, tick: u64) {
+        self.switched.fetch_max(tick, Ordering::Relaxed);
+    }
+
+    /// The highest tick in which no generator may step to another clock id:
+    /// the floor (a previous holder may have used every clock id there), or
+    /// a tick in which a generator switched node ids.
+    pub(crate) fn no_clock_step_through(&self) -> u64 {
+        self.floor().max(self.switched.load(Ordering::Relaxed))
     }
 
     /// After a compare-and-swap made under the grant of `ticket`: whether that

@@ -888,6 +888,61 @@ mod tests {
         }
     }
 
+    /// A claim of another node id, while the clock still reads the tick
+    /// issued under the old one, moves the state to the new node id with that
+    /// tick used up. With the node field above the clock id, a
+    /// `OnExhausted::NextClock` step in that tick would issue below the IDs
+    /// just issued under a higher node id: the tick must be waited out.
+    #[test]
+    fn a_switch_to_a_lower_node_id_in_the_same_tick_keeps_ids_in_order() {
+        let layout = Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+            .node("worker", 4)
+            .clock_id(2)
+            .sequence(1)
+            .build()
+            .unwrap();
+        for on_behind in [OnClockBehind::Continue, OnClockBehind::NextClock] {
+            let (source, _mock) = quanta::Clock::mock();
+            let fence = Arc::new(Fence::with_clock(source));
+            let clock = ManualClock::new(T);
+            fence.open(grant(&layout, 9, 0), u64::MAX);
+            let gens = fenced_pair(
+                &fence,
+                layout.clone(),
+                &clock,
+                OnExhausted::NextClock,
+                on_behind,
+            );
+            // Each generator issues under node 9 in this tick, then the
+            // keeper claims node 2 (a lower number) and the clock stays put.
+            for g in gens {
+                fence.open(grant(&layout, 9, 0), u64::MAX);
+                let before = g.next_id();
+                fence.open(grant(&layout, 2, 0), u64::MAX);
+                for _ in 0..4 {
+                    if let Ok(id) = g.poll_id() {
+                        assert!(
+                            id > before,
+                            "{on_behind:?}: {:?} after {:?}",
+                            layout.decode(id).unwrap().parts(),
+                            layout.decode(before).unwrap().parts()
+                        );
+                    }
+                }
+                clock.advance(Duration::from_millis(1));
+                let after = g.next_id();
+                let (d, b) = (
+                    layout.decode(after).unwrap(),
+                    layout.decode(before).unwrap(),
+                );
+                assert_eq!((d.node_id(), d.timestamp()), (2, b.timestamp() + 1));
+                assert!(after > before);
+            }
+        }
+    }
+
     /// The node bits and timestamp a dropped generator tells its keeper.
     type Last = Option<(u64, u64)>;
 

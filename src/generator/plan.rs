@@ -221,7 +221,9 @@ impl Plan {
         } else if grant.rewind {
             floor
         } else {
-            ts.max(floor)
+            let ts = ts.max(floor);
+            fence.switched_at(ts);
+            ts
         };
         Ok(Gate::Switch(
             (ts << self.ts_shift)
@@ -350,14 +352,16 @@ impl Plan {
     /// The clock id bits after `clk_bits` for use at tick `ts`, unless that
     /// clock id is the first one this generator used (all used: reusing one
     /// could repeat an ID) or a predecessor may have used it at `ts` (its
-    /// saved mark, or a leased node id's floor, which covers every clock id).
+    /// saved mark, or a leased node id's floor, which covers every clock id),
+    /// or the state moved to another node id in tick `ts` (the step could
+    /// issue below IDs of that tick under the old node id).
     #[inline]
     fn next_clock(&self, clk_bits: u64, ts: u64) -> Option<u64> {
         if self.clk_mask == 0 {
             return None;
         }
         if let Some(fence) = &self.fence
-            && ts <= fence.floor()
+            && ts <= fence.no_clock_step_through()
         {
             return None;
         }
