@@ -58,7 +58,12 @@
 //! 4. **Bounded lead.** The generator never moves its timestamp past the
 //!    latest clock reading plus the lead allowance (`OnExhausted::Borrow`'s
 //!    `max_ahead`, otherwise zero). If the clock is then stepped back, the
-//!    stored timestamp stays where it was and `OnClockBehind` decides.
+//!    stored timestamp stays where it was and `OnClockBehind` decides. One
+//!    exception, by choice: restarted with persistence and
+//!    `OnExhausted::NextClock`, a generator continues in its predecessor's
+//!    last reserved tick under fresh clock ids instead of waiting for the
+//!    clock to reach it (at most one reservation window past the
+//!    predecessor's last clock reading).
 //! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids,
 //!    strings and saved state are validated with typed errors
 //!    ([`LayoutError`], [`FieldError`], [`BuildError`], [`NodeIdError`],
