@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
@@ -968,27 +968,21 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores, {kernel}, {rustc}")
 }
 
-/// `YYYY-MM-DD HH:MM UTC` for now.
+/// `YYYY-MM-DD HH:MM UTC` for now: the time of an ID made on the wall clock,
+/// in the RFC 3339 form flakeid decodes it to.
 fn utc_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let generator = Generator::builder(Layout::twitter())
+        .clock(SystemClock)
+        .build()
+        .expect("the Twitter layout builds");
+    let id = generator.next_id();
+    let time = generator
+        .layout()
+        .decode(id)
+        .expect("an ID of its own layout")
+        .rfc3339()
+        .to_string(); // 2026-11-23T06:16:42.123Z
+    format!("{} {} UTC", &time[..10], &time[11..16])
 }
 
 fn cell(v: Option<f64>, digits: usize) -> String {

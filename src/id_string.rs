@@ -184,11 +184,16 @@ impl IdFormat {
     /// ```
     pub const fn encode(self, id: Id) -> IdString {
         // A constant radix per form turns the divisions into multiplications.
+        // The fixed-width forms are padded to their full width.
+        let width = match self {
+            IdFormat::Decimal => 1,
+            _ => self.max_len(),
+        };
         match self {
-            IdFormat::Decimal => encode::<10>(DIGITS, id.to_u64(), 1),
-            IdFormat::Hex => encode::<16>(HEX, id.to_u64(), 16),
-            IdFormat::Base32 => encode::<32>(CROCKFORD, id.to_u64(), 13),
-            IdFormat::Base62 => encode::<62>(BASE62, id.to_u64(), 11),
+            IdFormat::Decimal => encode::<10>(DIGITS, id.to_u64(), width),
+            IdFormat::Hex => encode::<16>(HEX, id.to_u64(), width),
+            IdFormat::Base32 => encode::<32>(CROCKFORD, id.to_u64(), width),
+            IdFormat::Base62 => encode::<62>(BASE62, id.to_u64(), width),
         }
     }
 
@@ -676,55 +681,30 @@ mod tests {
         assert_eq!(Id::parse_base62("zzzzzzzzzzz"), Err(Overflow));
         // Multi-byte characters count as one each for the length check.
         assert_eq!(
-            Id::parse_base62("ééééé"),
-            Err(InvalidCharacter {
-                position: 0,
-                character: 'é'
-            })
-        );
-        assert_eq!(
             Id::parse_base62("éééééééééééé"),
             Err(TooLong {
                 length: 12,
                 max: 11
             })
         );
-        // Each form's own refusals.
-        assert_eq!(
-            Id::parse_hex("0x10"),
-            Err(InvalidCharacter {
-                position: 1,
-                character: 'x'
-            })
-        );
-        assert_eq!(
-            Id::parse_base32("0U"),
-            Err(InvalidCharacter {
-                position: 1,
-                character: 'U'
-            })
-        );
-        assert_eq!(
-            Id::parse_base32("0-1"),
-            Err(InvalidCharacter {
-                position: 1,
-                character: '-'
-            })
-        );
-        assert_eq!(
-            Id::parse_base62("_"),
-            Err(InvalidCharacter {
-                position: 0,
-                character: '_'
-            })
-        );
-        assert_eq!(
-            IdFormat::Decimal.parse("ab"),
-            Err(InvalidCharacter {
-                position: 0,
-                character: 'a'
-            })
-        );
+        // Each form's own refusals (multi-byte characters count as one).
+        for (form, input, position, character) in [
+            (IdFormat::Base62, "ééééé", 0, 'é'),
+            (IdFormat::Hex, "0x10", 1, 'x'),
+            (IdFormat::Base32, "0U", 1, 'U'),
+            (IdFormat::Base32, "0-1", 1, '-'),
+            (IdFormat::Base62, "_", 0, '_'),
+            (IdFormat::Decimal, "ab", 0, 'a'),
+        ] {
+            assert_eq!(
+                form.parse(input),
+                Err(InvalidCharacter {
+                    position,
+                    character
+                }),
+                "{form:?} {input:?}"
+            );
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //! ```
 
 use crate::error::NodeIdError;
+use crate::id::Id;
 use crate::layout::Layout;
 
 /// The node id in environment variable `var`: a decimal integer, surrounding
@@ -127,16 +128,13 @@ pub fn from_hostname(hostname: &str, layout: &Layout) -> Result<u64, NodeIdError
 }
 
 fn parse(value: &str, source: impl Fn() -> String, layout: &Layout) -> Result<u64, NodeIdError> {
-    let digits = value.trim();
-    let node = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        digits.parse::<u64>().ok()
-    } else {
-        None
-    };
-    let node = node.ok_or_else(|| NodeIdError::NotANumber {
-        source: source(),
-        value: value.into(),
-    })?;
+    // Plain decimal digits, as an ID's: no sign, no spaces inside.
+    let node = Id::parse_decimal(value.trim())
+        .map_err(|_| NodeIdError::NotANumber {
+            source: source(),
+            value: value.into(),
+        })?
+        .to_u64();
     if node > layout.max_node_id() {
         return Err(NodeIdError::OutOfRange {
             source: source(),

@@ -96,10 +96,6 @@ const MIN_BITS: u32 = 32;
 pub struct PublicIds {
     prf: SipHasher24,
     bits: u32,
-    /// `⌊bits/2⌋`, the width of the high half at the start.
-    high: u32,
-    /// `bits - high`, the width of the low half at the start.
-    low: u32,
 }
 
 impl PublicIds {
@@ -154,8 +150,6 @@ impl PublicIds {
         PublicIds {
             prf: SipHasher24::new_with_key(&key),
             bits,
-            high: bits / 2,
-            low: bits - bits / 2,
         }
     }
 
@@ -193,14 +187,14 @@ impl PublicIds {
     /// ```
     pub fn to_public(&self, id: Id) -> Result<Id, PublicIdError> {
         let x = self.check(id)?;
-        let (mut a, mut b) = (x >> self.low, x & mask(self.low));
+        let (mut a, mut b) = self.split(x);
         for round in 0..ROUNDS {
             let width = self.width_of_round(round);
             let c = (a ^ self.f(round, b)) & mask(width);
             a = b;
             b = c;
         }
-        Ok(Id::from_u64(a << self.low | b))
+        Ok(Id::from_u64(self.join(a, b)))
     }
 
     /// The ID behind a public id: the inverse of
@@ -227,14 +221,14 @@ impl PublicIds {
     pub fn from_public(&self, public: Id) -> Result<Id, PublicIdError> {
         let y = self.check(public)?;
         // After an even number of rounds the halves have their starting widths.
-        let (mut a, mut b) = (y >> self.low, y & mask(self.low));
+        let (mut a, mut b) = self.split(y);
         for round in (0..ROUNDS).rev() {
             let width = self.width_of_round(round);
             let c = b;
             b = a;
             a = (c ^ self.f(round, b)) & mask(width);
         }
-        Ok(Id::from_u64(a << self.low | b))
+        Ok(Id::from_u64(self.join(a, b)))
     }
 
     fn check(&self, id: Id) -> Result<u64, PublicIdError> {
@@ -249,11 +243,31 @@ impl PublicIds {
     }
 
     /// The width of the half a round replaces: FF1's alternation of `u` and `v`.
+    /// `⌊bits/2⌋`, the width of the high half at the start.
+    fn high(&self) -> u32 {
+        self.bits / 2
+    }
+
+    /// `bits - high`, the width of the low half at the start.
+    fn low(&self) -> u32 {
+        self.bits - self.high()
+    }
+
+    /// A value as its high and low halves, in their starting widths.
+    fn split(&self, x: u64) -> (u64, u64) {
+        (x >> self.low(), x & mask(self.low()))
+    }
+
+    /// The inverse of [`split`](PublicIds::split).
+    fn join(&self, high: u64, low: u64) -> u64 {
+        high << self.low() | low
+    }
+
     fn width_of_round(&self, round: u8) -> u32 {
         if round.is_multiple_of(2) {
-            self.high
+            self.high()
         } else {
-            self.low
+            self.low()
         }
     }
 

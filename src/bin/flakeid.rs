@@ -351,12 +351,15 @@ fn parse_id(s: &str, format: DecodeFormat) -> Result<(Id, IdFormat), String> {
                     .map(|id| (id, IdFormat::Hex))
                     .map_err(|e| format!("not hex: {e}"));
             }
-            match s.len() {
+            let by_width = || {
+                IdFormat::ALL
+                    .into_iter()
+                    .find(|f| f.width() == Some(s.len()))
+            };
+            match by_width() {
                 _ if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => IdFormat::Decimal,
-                16 => IdFormat::Hex,
-                13 => IdFormat::Base32,
-                11 => IdFormat::Base62,
-                _ => {
+                Some(form) => form,
+                None => {
                     let length = s.chars().count();
                     let plural = if length == 1 { "" } else { "s" };
                     return Err(format!(
@@ -422,7 +425,6 @@ fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Resul
         None => parsed,
     };
     let decoded = args.layout.layout.decode(id).map_err(|e| e.to_string())?;
-    let text = decoded.to_string();
     if args.json {
         let fields: serde_json::Map<String, serde_json::Value> = decoded
             .node_fields()
@@ -447,10 +449,10 @@ fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Resul
         }
         return Ok(object.to_string());
     }
-    let mut line = format!("{id} {text}");
+    let mut line = format!("{id} {decoded}");
     if public.is_some() {
         let _ = write!(line, " (public id {input}, {form})");
-    } else if input != id.to_string() {
+    } else if input != &*IdFormat::Decimal.encode(id) {
         let _ = write!(line, " ({form} {input})");
     }
     Ok(line)
