@@ -26,20 +26,9 @@ use flakeid::{
 };
 use libfuzzer_sys::fuzz_target;
 
-/// Reads integers off the input, zero when it runs out.
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        let (first, rest) = self.0.split_first().unwrap_or((&0, &[]));
-        self.0 = rest;
-        *first
-    }
-
-    fn u64(&mut self) -> u64 {
-        (0..8).fold(0, |v, i| v | u64::from(self.u8()) << (8 * i))
-    }
-}
+#[path = "common/bytes.rs"]
+mod bytes;
+use bytes::Bytes;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
