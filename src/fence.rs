@@ -176,11 +176,10 @@ impl Fence {
         self.switched.fetch_max(tick, Ordering::Relaxed);
     }
 
-    /// The highest tick in which no generator may step to another clock id:
-    /// the floor (a previous holder may have used every clock id there), or
-    /// a tick in which a generator switched node ids.
-    pub(crate) fn no_clock_step_through(&self) -> u64 {
-        self.floor().max(self.switched.load(Ordering::Relaxed))
+    /// The highest tick in which a generator moved its state under another
+    /// node id (0: none).
+    pub(crate) fn switched(&self) -> u64 {
+        self.switched.load(Ordering::Relaxed)
     }
 
     /// After a compare-and-swap made under the grant of `ticket`: whether that

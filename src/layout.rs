@@ -479,6 +479,12 @@ impl Layout {
         Ok((unix_ms - self.epoch_ms) / self.unit_ms)
     }
 
+    /// [`timestamp_at`](Layout::timestamp_at), clamped to the timestamp
+    /// field: 0 before the epoch, the last tick after the lifetime.
+    pub(crate) fn timestamp_at_clamped(&self, unix_ms: u64) -> u64 {
+        (unix_ms.saturating_sub(self.epoch_ms) / self.unit_ms).min(self.timestamp_field().max())
+    }
+
     /// Combines named node field values into one node id. Fields not named are 0.
     ///
     /// # Errors

@@ -422,15 +422,16 @@ impl<C: Clock> Reserve for Generator<C> {
     /// the rest of the fast path (measured with callgrind, `benches/README.md`).
     #[inline(always)]
     fn poll(&self, n: u64) -> Result<Step, Stall> {
+        // Checked once per call, so a generator without a lease runs a loop
+        // with the fence compiled out, and a leased one goes straight to it.
+        if self.plan.is_leased() {
+            let cur = self.state.load(Ordering::Acquire);
+            return self.poll_leased(n, cur, self.clock.now_ms());
+        }
         let now = self.clock.now_ms();
         let cur = self.state.load(Ordering::Acquire);
         let Some(step) = self.plan.advance_in_tick(cur, now, n) else {
             let now = self.clock.now_ms();
-            // Checked once per call, so a generator without a lease runs a
-            // loop with the fence compiled out.
-            if self.plan.is_leased() {
-                return self.poll_leased(n, cur, now);
-            }
             return self.poll_loop::<false>(n, cur, now, None);
         };
         match self

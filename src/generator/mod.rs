@@ -438,8 +438,8 @@ impl<C: Clock> Builder<C> {
     fn into_parts(self) -> Result<Parts<C>, BuildError> {
         let mut config = self.config()?;
         #[cfg(any(feature = "etcd", feature = "redis"))]
-        if let Some(lease) = &self.lease {
-            if self.persist.is_some() {
+        let keeper = match &self.lease {
+            Some(_) if self.persist.is_some() => {
                 return Err(crate::error::LeaseError::Config {
                     reason: "a leased node id keeps its high-water mark in the lease's store; \
                              remove Builder::persist"
@@ -447,28 +447,17 @@ impl<C: Clock> Builder<C> {
                 }
                 .into());
             }
-            let lead = match self.on_exhausted {
-                OnExhausted::Borrow { max_ahead } => max_ahead,
-                _ => std::time::Duration::ZERO,
-            };
-            let fence = Arc::new(Fence::new());
-            let keeper = crate::lease::start(lease, &self.layout, lead, &fence)?;
-            config.fence = Some(fence);
-            let clock = match self.clock {
-                ClockSource::Given(clock) => clock,
-                ClockSource::Default(make) => make(),
-            };
-            let plan = Plan::new(self.layout, config);
-            let state = plan.initial_state();
-            return Ok(Parts {
-                plan,
-                clock,
-                counters: self.counters,
-                state,
-                persister: None,
-                keeper: Some(keeper),
-            });
-        }
+            Some(lease) => {
+                let fence = Arc::new(Fence::new());
+                let keeper =
+                    crate::lease::start(lease, &self.layout, self.on_exhausted.lead(), &fence)?;
+                config.fence = Some(fence);
+                Some(keeper)
+            }
+            None => None,
+        };
+        #[cfg(not(any(feature = "etcd", feature = "redis")))]
+        let keeper = None;
         let clock = match self.clock {
             ClockSource::Given(clock) => clock,
             ClockSource::Default(make) => make(),
@@ -482,17 +471,11 @@ impl<C: Clock> Builder<C> {
                 counters: self.counters,
                 state,
                 persister: None,
-                keeper: None,
+                keeper,
             });
         };
         let now_ms = clock.now_ms();
-        let now_tick = self.layout.timestamp_at(now_ms).unwrap_or_else(|_| {
-            if now_ms < self.layout.epoch_ms() {
-                0
-            } else {
-                self.layout.timestamp_field().max()
-            }
-        });
+        let now_tick = self.layout.timestamp_at_clamped(now_ms);
         let started = persist::start(
             persist,
             &self.layout,
@@ -779,9 +762,10 @@ mod tests {
             rewind,
             ..grant(&layout, node, floor)
         };
-        // The lock-free generator reads the clock before and after its load;
-        // the mutex twin once, under the lock.
-        for (mutex, stale) in [(false, &[60_000, 60_000, 0][..]), (true, &[60_000, 0][..])] {
+        // A leased generator reads the clock once per attempt: the lock-free
+        // one after its load, the mutex twin under the lock.
+        let stale = &[60_000, 0];
+        for mutex in [false, true] {
             let (source, _mock) = quanta::Clock::mock();
             let fence = Arc::new(Fence::with_clock(source));
             fence.open(grant(3, 0, false), u64::MAX);

@@ -161,7 +161,9 @@ impl<C: Clock> Reserve for MutexGenerator<C> {
     fn poll(&self, n: u64) -> Result<Step, Stall> {
         let mut state = lock(&self.state);
         let now = self.clock.now_ms();
-        if let Some(step) = self.plan.advance_in_tick(*state, now, n) {
+        if !self.plan.is_leased()
+            && let Some(step) = self.plan.advance_in_tick(*state, now, n)
+        {
             *state = step.next;
             drop(state);
             self.issued(&step);

@@ -124,12 +124,8 @@ impl Plan {
             .clock_id_field()
             .map_or((0, 0), |f| (f.max() << f.shift(), f.shift()));
         let unit_ms = layout.unit_ms();
-        let lead_ticks = match config.on_exhausted {
-            OnExhausted::Borrow { max_ahead } => {
-                u64::try_from(max_ahead.as_millis()).unwrap_or(u64::MAX) / unit_ms
-            }
-            _ => 0,
-        };
+        let lead_ticks =
+            u64::try_from(config.on_exhausted.lead().as_millis()).unwrap_or(u64::MAX) / unit_ms;
         Plan {
             epoch_ms: layout.epoch_ms(),
             unit_ms,
@@ -352,16 +348,14 @@ impl Plan {
     /// The clock id bits after `clk_bits` for use at tick `ts`, unless that
     /// clock id is the first one this generator used (all used: reusing one
     /// could repeat an ID) or a predecessor may have used it at `ts` (its
-    /// saved mark, or a leased node id's floor, which covers every clock id),
-    /// or the state moved to another node id in tick `ts` (the step could
-    /// issue below IDs of that tick under the old node id).
+    /// saved mark, or a leased node id's floor, which covers every clock id).
     #[inline]
     fn next_clock(&self, clk_bits: u64, ts: u64) -> Option<u64> {
         if self.clk_mask == 0 {
             return None;
         }
         if let Some(fence) = &self.fence
-            && ts <= fence.no_clock_step_through()
+            && ts <= fence.floor()
         {
             return None;
         }
@@ -382,20 +376,31 @@ impl Plan {
     /// The generators try it first so that the frequent call stays a few
     /// instructions long and inlines; new ticks, policies and the lease gate
     /// go through `advance`, out of line.
+    ///
+    /// Only without a lease: the callers check [`is_leased`](Plan::is_leased)
+    /// first, once per call.
     #[inline]
     pub(crate) fn advance_in_tick(&self, cur: u64, now_ms: u64, n: u64) -> Option<Step> {
+        debug_assert!(self.fence.is_none());
         let seq = self.seq_of(cur);
-        if self.fence.is_some() || self.ticks(now_ms) != self.ts_of(cur) || seq >= self.seq_max {
+        if self.ticks(now_ms) != self.ts_of(cur) || seq >= self.seq_max {
             return None;
         }
+        Some(self.in_tick(cur, seq, n, Event::Plain))
+    }
+
+    /// The next `n` (at most what is left) IDs of `cur`'s tick, whose
+    /// sequence `seq` has room.
+    #[inline(always)]
+    fn in_tick(&self, cur: u64, seq: u64, n: u64, event: Event) -> Step {
         let count = n.min(self.seq_max - seq);
-        Some(Step {
+        Step {
             next: cur + count * self.seq_one,
             first: cur + self.seq_one,
             count,
-            event: Event::Plain,
+            event,
             entered: false,
-        })
+        }
     }
 
     /// The transition for a request of `n >= 1` IDs, from state `cur` at clock
@@ -441,14 +446,7 @@ impl Plan {
     ) -> Result<Step, Stall> {
         let seq = self.seq_of(cur);
         if seq < self.seq_max {
-            let count = n.min(self.seq_max - seq);
-            return Ok(Step {
-                next: cur + count * self.seq_one,
-                first: cur + self.seq_one,
-                count,
-                event,
-                entered: false,
-            });
+            return Ok(self.in_tick(cur, seq, n, event));
         }
         self.exhausted(cur, ts, now_ms, n)
     }
@@ -463,12 +461,14 @@ impl Plan {
                 return self.enter_tick(ts + 1, cur & self.kept_mask(), n, Event::Borrowed);
             }
             OnExhausted::NextClock => {
-                // Only upwards: wrapping round to a lower clock id in the same
-                // tick would issue a smaller ID.
+                // Only upwards, and not in a tick where the state moved to
+                // another node id: a lower clock id, or a lower node id with
+                // a fresh clock id, in the same tick would issue a smaller ID.
                 let clk_bits = cur & self.clk_mask;
+                let switched = self.fence.as_ref().is_some_and(|f| ts <= f.switched());
                 if let Some(next) = self
                     .next_clock(clk_bits, ts)
-                    .filter(|&next| next > clk_bits)
+                    .filter(|&next| next > clk_bits && !switched)
                 {
                     let kept = (cur & self.node_mask) | next;
                     return self.enter_tick(ts, kept, n, Event::Bumped { behind: false });

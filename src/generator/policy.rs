@@ -47,6 +47,17 @@ pub enum OnExhausted {
     NextClock,
 }
 
+impl OnExhausted {
+    /// How far ahead of the clock the timestamp may run: `Borrow`'s
+    /// `max_ahead`, otherwise zero.
+    pub(crate) fn lead(self) -> Duration {
+        match self {
+            OnExhausted::Borrow { max_ahead } => max_ahead,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
 /// What to do when the clock reads earlier than the last issued timestamp (a
 /// wall clock stepped back).
 ///

@@ -87,7 +87,7 @@ pub(crate) fn reserve_batch<R: Reserve + ?Sized>(
 }
 
 #[inline]
-fn batch(plan: &Plan, step: Step) -> IdBatch {
+pub(crate) fn batch(plan: &Plan, step: Step) -> IdBatch {
     IdBatch::new(step.first, plan.seq_one(), step.count)
 }
 

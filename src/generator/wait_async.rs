@@ -55,7 +55,7 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
         // clock far behind ends soon after the clock is corrected.
         sleep(pause.clamp(MIN_PAUSE, wait::LONGEST_SLEEP)).await;
         error = match r.poll(n as u64) {
-            Ok(step) => return Ok(IdBatch::new(step.first, r.plan().seq_one(), step.count)),
+            Ok(step) => return Ok(wait::batch(r.plan(), step)),
             Err(stall) => {
                 if let Stall::Unreserved { clock, tick } = stall
                     && let Some(reservation) = r.plan().reservation()

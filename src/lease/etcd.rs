@@ -110,12 +110,17 @@ impl EtcdStore {
     }
 
     fn timed_out(&mut self, what: &str) -> LeaseError {
+        self.unreachable(format!("{what}: no answer"))
+    }
+
+    /// Drops the connection (the next call reconnects) and says why.
+    fn unreachable(&mut self, reason: String) -> LeaseError {
         self.client = None;
         self.keep_alive = None;
         LeaseError::Unreachable {
             server: self.server.clone(),
             waited: self.timeout,
-            reason: format!("{what}: no answer"),
+            reason,
         }
     }
 
@@ -127,15 +132,7 @@ impl EtcdStore {
             // gRPC status codes (tonic's `Code`, by number).
             Error::GRpcStatus(status) => match i32::from(status.code()) {
                 // Cancelled, Unknown, DeadlineExceeded, Aborted, Unavailable.
-                1 | 2 | 4 | 10 | 14 => {
-                    self.client = None;
-                    self.keep_alive = None;
-                    LeaseError::Unreachable {
-                        server: self.server.clone(),
-                        waited: self.timeout,
-                        reason,
-                    }
-                }
+                1 | 2 | 4 | 10 | 14 => self.unreachable(reason),
                 // InvalidArgument, Unimplemented, Internal, DataLoss.
                 3 | 12 | 13 | 15 => LeaseError::BadReply { reason },
                 _ => LeaseError::Refused { reason },
@@ -144,15 +141,7 @@ impl EtcdStore {
                 LeaseError::Config { reason }
             }
             Error::Utf8Error(_) => LeaseError::BadReply { reason },
-            _ => {
-                self.client = None;
-                self.keep_alive = None;
-                LeaseError::Unreachable {
-                    server: self.server.clone(),
-                    waited: self.timeout,
-                    reason,
-                }
-            }
+            _ => self.unreachable(reason),
         }
     }
 

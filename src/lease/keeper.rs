@@ -88,8 +88,7 @@ impl Settings {
     }
 
     fn tick_of(&self, unix_ms: u64) -> u64 {
-        let l = &self.layout;
-        (unix_ms.saturating_sub(l.epoch_ms()) / l.unit_ms()).min(l.timestamp_field().max())
+        self.layout.timestamp_at_clamped(unix_ms)
     }
 
     /// The last Unix millisecond of a tick.

@@ -407,9 +407,7 @@ pub(crate) fn start(
             Err(e) => match persist.on_invalid {
                 InvalidState::Refuse => return Err(e.into()),
                 InvalidState::Replace { issued_until_ms } => {
-                    let tick = layout
-                        .timestamp_at(issued_until_ms.max(layout.epoch_ms()))
-                        .unwrap_or(layout.timestamp_field().max());
+                    let tick = layout.timestamp_at_clamped(issued_until_ms);
                     Some(SavedState {
                         generator: generator.clone(),
                         clock_id: configured_clock_id,
