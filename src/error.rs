@@ -45,6 +45,30 @@ pub enum LayoutError {
     },
     /// A node field was given an empty name.
     EmptyName,
+    /// A node field's name is longer than [`Layout::MAX_NAME_LEN`](crate::Layout::MAX_NAME_LEN)
+    /// bytes.
+    NameTooLong {
+        /// The name given.
+        field: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The longest name allowed.
+        max: usize,
+    },
+    /// A node field's name has a character other than an ASCII letter, digit, `_`
+    /// or `-` (a state file could not tell such a name from the text around it).
+    BadNameCharacter {
+        /// The name given.
+        field: String,
+        /// The first character not allowed.
+        character: char,
+    },
+    /// A node field is named `timestamp`, `sequence` or `clock_id`, the names
+    /// of the other kinds of field.
+    ReservedName {
+        /// The name given.
+        field: String,
+    },
     /// The time unit is zero milliseconds.
     ZeroUnit,
     /// The epoch lies after the current wall-clock time.
@@ -75,6 +99,20 @@ impl fmt::Display for LayoutError {
                 write!(f, "field `{field}` appears more than once")
             }
             LayoutError::EmptyName => write!(f, "a node field has an empty name"),
+            LayoutError::NameTooLong { field, len, max } => write!(
+                f,
+                "node field {field:?} has a name of {len} bytes, more than the {max} allowed"
+            ),
+            LayoutError::BadNameCharacter { field, character } => write!(
+                f,
+                "node field {field:?} has {character:?} in its name: \
+                 names are ASCII letters, digits, `_` and `-`"
+            ),
+            LayoutError::ReservedName { field } => write!(
+                f,
+                "a node field cannot be named {field:?}: \
+                 timestamp, sequence and clock_id name the other kinds of field"
+            ),
             LayoutError::ZeroUnit => write!(f, "the time unit is 0 ms"),
             LayoutError::EpochInFuture { epoch_ms, now_ms } => write!(
                 f,

@@ -139,6 +139,38 @@ const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
 const JS_SAFE_EPOCH_MS: u64 = 1_704_067_200_000;
 
 impl Layout {
+    /// The longest node-field name, in bytes.
+    ///
+    /// A node field's name is 1 to 32 ASCII letters, digits, `_` or `-`, and
+    /// not `timestamp`, `sequence` or `clock_id`, so a state file's text form
+    /// of the layout names exactly one layout.
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let with_node = |name: &str| {
+    ///     Layout::builder()
+    ///         .epoch_ms(1_600_000_000_000)
+    ///         .timestamp_bits(41)
+    ///         .node(name.to_owned(), 10)
+    ///         .sequence(12)
+    ///         .build()
+    /// };
+    /// with_node("rack-7_b")?;
+    /// assert_eq!(
+    ///     with_node("rack:7"),
+    ///     Err(LayoutError::BadNameCharacter { field: "rack:7".into(), character: ':' })
+    /// );
+    /// assert!(matches!(
+    ///     with_node(&"x".repeat(Layout::MAX_NAME_LEN + 1)),
+    ///     Err(LayoutError::NameTooLong { len: 33, max: 32, .. })
+    /// ));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub const MAX_NAME_LEN: usize = 32;
+
     /// Starts a custom layout. Epoch, timestamp width and a sequence field are
     /// required; the time unit defaults to 1 ms. Fields are placed below the
     /// timestamp in the order they are added.
@@ -852,6 +884,11 @@ impl LayoutBuilder {
 
     /// Adds a named node field (datacenter, worker, shard, ...) below the fields
     /// added before it.
+    ///
+    /// A name is 1 to [`Layout::MAX_NAME_LEN`] (32) ASCII letters, digits, `_`
+    /// or `-`, and not `timestamp`, `sequence` or `clock_id`: a state file
+    /// records the layout as text, and these rules keep two different layouts
+    /// from reading the same there. [`build`](LayoutBuilder::build) checks them.
     pub fn node(mut self, name: impl Into<Cow<'static, str>>, bits: u32) -> Self {
         self.fields.push((name.into(), FieldKind::Node, bits));
         self
@@ -876,7 +913,8 @@ impl LayoutBuilder {
     /// # Errors
     ///
     /// A [`LayoutError`] naming the first problem: a missing epoch, timestamp
-    /// or sequence; a zero width; a duplicate or empty name; more than 64 bits;
+    /// or sequence; a zero width; a duplicate, empty, too long or reserved
+    /// name, or one with a character not allowed; more than 64 bits;
     /// a zero time unit; an epoch in the future; a timestamp range past u64 ms.
     pub fn build(self) -> Result<Layout, LayoutError> {
         let layout = self.validate()?;
@@ -918,9 +956,7 @@ impl LayoutBuilder {
             .position(|f| f.kind == FieldKind::Sequence)
             .ok_or(LayoutError::Missing { what: "sequence" })?;
         for (i, f) in fields.iter().enumerate() {
-            if f.name.is_empty() {
-                return Err(LayoutError::EmptyName);
-            }
+            check_name(f)?;
             if f.bits == 0 {
                 return Err(LayoutError::ZeroWidth {
                     field: f.name.to_string(),
@@ -971,6 +1007,41 @@ impl LayoutBuilder {
             total_bits,
         })
     }
+}
+
+/// The names of the fields that are not node fields.
+const RESERVED_NAMES: [&str; 3] = ["timestamp", "sequence", "clock_id"];
+
+/// A field's name must be written in a state file's `generator` line and read
+/// back as exactly this name: it cannot hold the line's separators (space,
+/// `,`, `:`, `=`, a line break) nor pass for a field of another kind.
+fn check_name(f: &Field) -> Result<(), LayoutError> {
+    let name = &*f.name;
+    if name.is_empty() {
+        return Err(LayoutError::EmptyName);
+    }
+    if name.len() > Layout::MAX_NAME_LEN {
+        return Err(LayoutError::NameTooLong {
+            field: name.to_owned(),
+            len: name.len(),
+            max: Layout::MAX_NAME_LEN,
+        });
+    }
+    if let Some(character) = name
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+    {
+        return Err(LayoutError::BadNameCharacter {
+            field: name.to_owned(),
+            character,
+        });
+    }
+    if f.kind == FieldKind::Node && RESERVED_NAMES.contains(&name) {
+        return Err(LayoutError::ReservedName {
+            field: name.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1041,8 +1112,15 @@ mod tests {
         );
         assert_eq!(
             base().node("sequence", 5).sequence(12).build(),
-            Err(LayoutError::DuplicateField {
+            Err(LayoutError::ReservedName {
                 field: "sequence".into()
+            })
+        );
+        assert_eq!(
+            base().node("w,x", 5).sequence(12).build(),
+            Err(LayoutError::BadNameCharacter {
+                field: "w,x".into(),
+                character: ','
             })
         );
         assert_eq!(

@@ -258,6 +258,43 @@ fn bad_arguments_get_a_message_and_a_non_zero_exit() {
 }
 
 #[test]
+fn a_custom_layout_with_a_repeated_key_or_a_bad_field_name_is_refused() {
+    for (layout, says) in [
+        (
+            "epoch=1600000000000 epoch=0 fields=timestamp:41,sequence:12",
+            "`epoch` is given twice",
+        ),
+        (
+            "epoch=0 unit=1 unit=10 fields=timestamp:41,sequence:12",
+            "`unit` is given twice",
+        ),
+        (
+            "epoch=0 fields=timestamp:41,sequence:12 fields=timestamp:40,sequence:12",
+            "`fields` is given twice",
+        ),
+        (
+            "epoch=0 fields=timestamp:41,sequence:12 node=1 node=2",
+            "`node` is given twice",
+        ),
+        (
+            "epoch=0 fields=timestamp:41,a=b:3,sequence:12",
+            "node field \"a=b\" has '=' in its name",
+        ),
+        (
+            "epoch=0 fields=timestamp:41,rack.1:3,sequence:12",
+            "node field \"rack.1\" has '.' in its name",
+        ),
+    ] {
+        for command in [
+            vec!["gen", "--layout", layout],
+            vec!["decode", "--layout", layout, "1"],
+        ] {
+            assert_refused(&flakeid(&command), says);
+        }
+    }
+}
+
+#[test]
 fn a_layout_past_its_end_is_an_error_not_a_panic() {
     // 10 bits of ms from 2020 ended a second after it began.
     let out = flakeid(&[

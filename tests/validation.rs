@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use flakeid::{BuildError, FieldError, Generator, Layout, OnClockBehind, OnExhausted};
+use flakeid::{
+    BuildError, FieldError, Generator, Layout, LayoutError, OnClockBehind, OnExhausted, Persist,
+    StateError,
+};
 
 fn multi_clock() -> Layout {
     Layout::builder()
@@ -143,4 +146,173 @@ fn borrow_shorter_than_a_tick_and_bad_random_bounds_are_refused() {
             .build_mutex()
             .is_ok()
     );
+}
+
+/// A unique temporary state-file path, removed when dropped.
+struct TempState(std::path::PathBuf);
+
+impl TempState {
+    fn new(name: &str) -> TempState {
+        let dir =
+            std::env::temp_dir().join(format!("flakeid-validation-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempState(dir)
+    }
+
+    fn file(&self) -> std::path::PathBuf {
+        self.0.join("node.state")
+    }
+}
+
+impl Drop for TempState {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn with_node(name: &str, bits: u32) -> Result<Layout, LayoutError> {
+    Layout::builder()
+        .epoch_ms(1_600_000_000_000)
+        .timestamp_bits(41)
+        .node(name.to_owned(), bits)
+        .sequence(12)
+        .build()
+}
+
+#[test]
+fn node_field_names_outside_the_documented_set_are_refused() {
+    for (name, expected) in [
+        (
+            "a:1,b",
+            LayoutError::BadNameCharacter {
+                field: "a:1,b".into(),
+                character: ':',
+            },
+        ),
+        (
+            "a\nb",
+            LayoutError::BadNameCharacter {
+                field: "a\nb".into(),
+                character: '\n',
+            },
+        ),
+        (
+            "a,b",
+            LayoutError::BadNameCharacter {
+                field: "a,b".into(),
+                character: ',',
+            },
+        ),
+        (
+            "a=b",
+            LayoutError::BadNameCharacter {
+                field: "a=b".into(),
+                character: '=',
+            },
+        ),
+        (
+            "rack 1",
+            LayoutError::BadNameCharacter {
+                field: "rack 1".into(),
+                character: ' ',
+            },
+        ),
+        (
+            "zone\u{e9}",
+            LayoutError::BadNameCharacter {
+                field: "zone\u{e9}".into(),
+                character: '\u{e9}',
+            },
+        ),
+        (
+            &"w".repeat(33),
+            LayoutError::NameTooLong {
+                field: "w".repeat(33),
+                len: 33,
+                max: 32,
+            },
+        ),
+        (
+            "clock_id",
+            LayoutError::ReservedName {
+                field: "clock_id".into(),
+            },
+        ),
+        (
+            "timestamp",
+            LayoutError::ReservedName {
+                field: "timestamp".into(),
+            },
+        ),
+    ] {
+        let err = with_node(name, 5).unwrap_err();
+        assert_eq!(err, expected, "{name:?}");
+        // The message names the field (escaped) and what is wrong.
+        let message = err.to_string();
+        assert!(message.contains(&format!("{name:?}")), "{message}");
+    }
+    assert_eq!(
+        with_node("a:1,b", 5).unwrap_err().to_string(),
+        "node field \"a:1,b\" has ':' in its name: names are ASCII letters, digits, `_` and `-`"
+    );
+    // The whole documented set, at the longest length, is accepted.
+    let longest = "aZ09_-bcdefghijklmnopqrstuvwxyzA";
+    assert_eq!(longest.len(), Layout::MAX_NAME_LEN);
+    assert!(with_node(longest, 5).is_ok());
+}
+
+#[test]
+fn a_layout_cannot_pass_for_another_in_its_state_file() {
+    // 41 + `a`:1 + `b`:5 + 12: its state file describes the fields as
+    // `timestamp:41,a:1,b:5,sequence:12`. A node field named `a:1,b` (5 bits,
+    // one bit less in all) would describe itself the same way and so build
+    // on this file without a mismatch.
+    let dir = TempState::new("described");
+    let wide = Layout::builder()
+        .epoch_ms(1_600_000_000_000)
+        .timestamp_bits(41)
+        .node("a", 1)
+        .node("b", 5)
+        .sequence(12)
+        .build()
+        .unwrap();
+    let g = Generator::builder(wide)
+        .node_id(3)
+        .persist(Persist::file(dir.file()))
+        .build()
+        .unwrap();
+    g.next_id();
+    drop(g);
+    match with_node("a:1,b", 5) {
+        Err(e) => assert!(matches!(e, LayoutError::BadNameCharacter { .. }), "{e:?}"),
+        Ok(narrow) => {
+            let built = Generator::builder(narrow)
+                .node_id(3)
+                .persist(Persist::file(dir.file()))
+                .build();
+            assert!(
+                matches!(built, Err(BuildError::State(StateError::Mismatch { .. }))),
+                "a 58-bit layout built on a 59-bit layout's state: {built:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_node_named_clock_id_cannot_pass_for_a_clock_id_field() {
+    // A node field named `clock_id` would describe itself as a clock-id field.
+    assert_eq!(
+        Layout::builder()
+            .epoch_ms(1_600_000_000_000)
+            .timestamp_bits(41)
+            .node("clock_id", 4)
+            .node("machine", 8)
+            .sequence(10)
+            .build(),
+        Err(LayoutError::ReservedName {
+            field: "clock_id".into()
+        })
+    );
+    assert!(multi_clock().field("clock_id").is_some());
 }

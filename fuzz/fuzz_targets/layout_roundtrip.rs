@@ -1,7 +1,8 @@
 //! Arbitrary bytes build a layout (valid or not) and values, then check:
 //! building never panics; it fails exactly when the input breaks a
-//! documented rule, with an error that names a rule the input breaks (with
-//! the right field, widths and values); compose -> decode, decode ->
+//! documented rule (field names included: any name of up to 35 Latin-1
+//! characters is tried), with an error that names a rule the input breaks
+//! (with the right field, widths and values); compose -> decode, decode ->
 //! compose, time <-> timestamp and Display -> FromStr round-trip exactly;
 //! a decoded ID's `Display` shows its date and time (checked against an
 //! independent calendar) and every field.
@@ -9,7 +10,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use flakeid::{FieldError, Id, Layout, LayoutError, Parts};
+use flakeid::{FieldError, FieldKind, Id, Layout, LayoutError, Parts};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common/bytes.rs"]
@@ -20,16 +21,37 @@ use bytes::Bytes;
 fn broken_rules(
     epoch_ms: u64,
     unit_ms: u64,
-    fields: &[(String, bool, u32)],
+    fields: &[(String, FieldKind, u32)],
     now_ms: u64,
 ) -> Vec<LayoutError> {
     let mut broken = Vec::new();
-    if !fields.iter().any(|(_, is_sequence, _)| *is_sequence) {
+    if !fields.iter().any(|f| f.1 == FieldKind::Sequence) {
         broken.push(LayoutError::Missing { what: "sequence" });
     }
-    for (i, (name, _, bits)) in fields.iter().enumerate() {
+    for (i, (name, kind, bits)) in fields.iter().enumerate() {
         if name.is_empty() {
             broken.push(LayoutError::EmptyName);
+        }
+        // Names: 1 to 32 ASCII letters, digits, `_` or `-`; a node field
+        // must not take another kind's name.
+        if name.len() > 32 {
+            broken.push(LayoutError::NameTooLong {
+                field: name.clone(),
+                len: name.len(),
+                max: 32,
+            });
+        }
+        let allowed = |c: char| matches!(c, 'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-');
+        if let Some(character) = name.chars().find(|&c| !allowed(c)) {
+            broken.push(LayoutError::BadNameCharacter {
+                field: name.clone(),
+                character,
+            });
+        }
+        if *kind == FieldKind::Node && ["timestamp", "sequence", "clock_id"].contains(&&**name) {
+            broken.push(LayoutError::ReservedName {
+                field: name.clone(),
+            });
         }
         if *bits == 0 {
             broken.push(LayoutError::ZeroWidth {
@@ -96,24 +118,29 @@ fuzz_target!(|data: &[u8]| {
         .epoch_ms(epoch_ms)
         .unit_ms(unit_ms)
         .timestamp_bits(ts_bits);
-    let mut fields = vec![("timestamp".to_string(), false, ts_bits)];
+    let mut fields = vec![("timestamp".to_string(), FieldKind::Timestamp, ts_bits)];
     for i in 0..b.u8() % 6 {
         let bits = u32::from(b.u8() % 40);
-        let (name, is_sequence) = match b.u8() % 10 {
-            0 => ("sequence".to_string(), true),
-            1 => ("clock_id".to_string(), false),
-            2 => (String::new(), false),
-            3 => ("dup".to_string(), false),
-            4 => ("timestamp".to_string(), false),
-            5 => ("sequence".to_string(), false),
-            _ => (format!("n{i}"), false),
+        let (name, kind) = match b.u8() % 10 {
+            0 => ("sequence".to_string(), FieldKind::Sequence),
+            1 => ("clock_id".to_string(), FieldKind::ClockId),
+            2 => (String::new(), FieldKind::Node),
+            3 => ("dup".to_string(), FieldKind::Node),
+            4 => ("timestamp".to_string(), FieldKind::Node),
+            5 => ("sequence".to_string(), FieldKind::Node),
+            // Any name: up to 35 characters from the first 256 code points.
+            6 => (
+                (0..b.u8() % 36).map(|_| char::from(b.u8())).collect(),
+                FieldKind::Node,
+            ),
+            _ => (format!("n{i}"), FieldKind::Node),
         };
-        builder = match (name.as_str(), is_sequence) {
-            ("sequence", true) => builder.sequence(bits),
-            ("clock_id", _) => builder.clock_id(bits),
+        builder = match kind {
+            FieldKind::Sequence => builder.sequence(bits),
+            FieldKind::ClockId => builder.clock_id(bits),
             _ => builder.node(name.clone(), bits),
         };
-        fields.push((name, is_sequence, bits));
+        fields.push((name, kind, bits));
     }
     let before = wall_ms();
     let built = builder.build();

@@ -45,7 +45,8 @@ enum Command {
 const LAYOUT_HELP: &str = "A preset (twitter, discord, instagram, instagram:<epoch ms>, \
 sonyflake, js-safe) or a custom layout in the form of a state file's generator line: \
 'epoch=<ms> [unit=<ms>] fields=timestamp:<bits>,<name>:<bits>,...,sequence:<bits>' \
-(fields high to low; `clock_id` names a clock-id field, other names are node fields); \
+(fields high to low; `clock_id` names a clock-id field, other names are node fields, \
+of up to 32 ASCII letters, digits, `_` and `-`; each key at most once); \
 a state file's `node=<id>` at the end is gen's node id when none is given";
 
 #[derive(Args)]
@@ -192,24 +193,30 @@ fn parse_custom_layout(s: &str) -> Result<LayoutArg, String> {
         v.parse::<u64>()
             .map_err(|e| format!("{key}={v:?} is not a number: {e}"))
     };
-    let (mut epoch, mut unit, mut fields, mut node) = (None, 1, None, None);
+    let (mut epoch, mut unit, mut fields, mut node) = (None, None, None, None);
     for part in s.split_whitespace() {
         let (key, value) = part
             .split_once('=')
             .ok_or_else(|| format!("{part:?} is not key=value"))?;
-        match key {
-            "epoch" => epoch = Some(number(key, value)?),
-            "unit" => unit = number(key, value)?,
-            "node" => node = Some(number(key, value)?),
-            "fields" => fields = Some(value),
+        let slot = match key {
+            "epoch" => &mut epoch,
+            "unit" => &mut unit,
+            "node" => &mut node,
+            "fields" => &mut fields,
             _ => {
                 return Err(format!(
                     "unknown key {key:?} (expected epoch, unit, fields, node)"
                 ));
             }
+        };
+        // A second value would silently win: a typo, never an intent.
+        if slot.replace(value).is_some() {
+            return Err(format!("`{key}` is given twice"));
         }
     }
-    let epoch = epoch.ok_or("the layout needs epoch=<ms>")?;
+    let epoch = number("epoch", epoch.ok_or("the layout needs epoch=<ms>")?)?;
+    let unit = unit.map_or(Ok(1), |v| number("unit", v))?;
+    let node = node.map(|v| number("node", v)).transpose()?;
     let fields = fields.ok_or("the layout needs fields=timestamp:<bits>,...")?;
     let mut builder = Layout::builder().epoch_ms(epoch).unit_ms(unit);
     for (i, field) in fields.split(',').enumerate() {
@@ -670,6 +677,14 @@ mod tests {
             ("fields=timestamp:41,sequence:12", "epoch"),
             ("epoch=0", "fields"),
             ("epoch=x fields=timestamp:41,sequence:12", "not a number"),
+            (
+                "epoch=0 epoch=0 fields=timestamp:41,sequence:12",
+                "`epoch` is given twice",
+            ),
+            (
+                "epoch=0 fields=timestamp:41,a=b:3,sequence:12",
+                "has '=' in its name",
+            ),
             ("epoch=0 fields=worker:5,sequence:12", "first field"),
             (
                 "epoch=0 fields=timestamp:41,worker,sequence:12",

@@ -30,7 +30,16 @@ pub(crate) struct SavedState {
     pub(crate) marks: Vec<(u64, u64)>,
 }
 
-/// The `generator` line's value for a layout and node id.
+/// The `generator` line's value for a layout and node id, compared as a whole
+/// on restart: a state file is used only by the layout and node id it
+/// describes.
+///
+/// Two different layouts never describe themselves alike: a field's name
+/// cannot hold the separators (space, `,`, `:`, `=`, a line break) and only
+/// the timestamp, sequence and clock-id fields carry their names, so the
+/// text reads back as exactly one list of fields, each of a known kind (the
+/// layout builder refuses any other name; `describes_exactly_one_layout`
+/// reads descriptions back).
 pub(crate) fn describe(layout: &Layout, node_id: u64) -> String {
     let fields: Vec<String> = layout
         .fields()
@@ -196,6 +205,69 @@ mod tests {
         assert_eq!(state.generator, describe(&Layout::twitter(), 37));
         assert_eq!(state.marks, [(0, 1_234_567_890)]);
         assert_eq!(state.encode(), text.as_bytes());
+    }
+
+    /// Reads a `generator` line back, by the documented grammar alone.
+    fn read_back(line: &str) -> Option<(Layout, u64)> {
+        let mut parts = line.split(' ');
+        let mut value = |key: &str| parts.next()?.strip_prefix(key)?.strip_prefix('=');
+        let epoch = value("epoch")?.parse().ok()?;
+        let unit = value("unit")?.parse().ok()?;
+        let fields = value("fields")?;
+        let node = value("node")?.parse().ok()?;
+        let mut builder = Layout::builder().epoch_ms(epoch).unit_ms(unit);
+        for field in fields.split(',') {
+            let (name, bits) = field.split_once(':')?;
+            let bits = bits.parse().ok()?;
+            builder = match name {
+                "timestamp" => builder.timestamp_bits(bits),
+                "sequence" => builder.sequence(bits),
+                "clock_id" => builder.clock_id(bits),
+                node => builder.node(node.to_owned(), bits),
+            };
+        }
+        Some((builder.build().ok()?, node))
+    }
+
+    #[test]
+    fn describes_exactly_one_layout() {
+        let custom = |nodes: &[(&str, u32)], clock_id: u32| {
+            let mut builder = Layout::builder()
+                .epoch_ms(1_600_000_000_000)
+                .timestamp_bits(40);
+            if clock_id > 0 {
+                builder = builder.clock_id(clock_id);
+            }
+            for &(name, bits) in nodes {
+                builder = builder.node(name.to_owned(), bits);
+            }
+            builder.sequence(10).build()
+        };
+        let layouts = [
+            Layout::twitter(),
+            Layout::discord(),
+            Layout::sonyflake(),
+            Layout::js_safe(),
+            custom(&[("a", 1), ("b", 5)], 0).unwrap(),
+            custom(&[("a", 1), ("b", 5)], 3).unwrap(),
+            custom(
+                &[("Rack-7_b", 2), ("x0123456789012345678901234567890", 3)],
+                1,
+            )
+            .unwrap(),
+        ];
+        for layout in layouts {
+            for node in [0, 5, layout.max_node_id()] {
+                let line = describe(&layout, node);
+                assert_eq!(read_back(&line), Some((layout.clone(), node)), "{line}");
+            }
+        }
+        // Names that would have read back as other fields (`a:1,b` as
+        // `a:1` and `b:5`, a node `clock_id` as a clock-id field) or broken
+        // the line are refused, so no layout describes itself as another.
+        for name in ["a:1,b", "clock_id", "sequence", "a b", "a=1", "a\nmark 0 9"] {
+            assert!(custom(&[(name, 5)], 0).is_err(), "{name:?}");
+        }
     }
 
     #[test]
