@@ -70,6 +70,16 @@ pub fn model<F>(name: &str, f: F) -> usize
 where
     F: Fn() + Sync + Send + 'static,
 {
+    let runs = model_quietly(f);
+    eprintln!("{name}: {runs} interleavings");
+    runs
+}
+
+/// [`model`] without the line it prints: for many small models in a row.
+pub fn model_quietly<F>(f: F) -> usize
+where
+    F: Fn() + Sync + Send + 'static,
+{
     let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
     let counted = runs.clone();
     let mut builder = loom::model::Builder::new();
@@ -78,9 +88,7 @@ where
         counted.fetch_add(1, StdOrdering::Relaxed);
         f();
     });
-    let runs = runs.load(StdOrdering::Relaxed);
-    eprintln!("{name}: {runs} interleavings");
-    runs
+    runs.load(StdOrdering::Relaxed)
 }
 
 /// Whether each named situation came up in at least one interleaving: a model

@@ -72,9 +72,9 @@ const BEHIND_FROM_10: Rules = Rules {
     order: Order::Numeric,
 };
 
-/// `Continue`: while the clock reads 8, IDs continue on tick 10, in order.
-#[test]
-fn continue_keeps_issuing_on_the_last_timestamp() {
+/// `Continue`: while the clock reads `behind` (8, or 9: one tick back),
+/// IDs continue on tick 10, in order; the sequence never restarts.
+fn continue_keeps_issuing_on_the_last_timestamp(behind: u64) {
     let reached = Reached::new(&["an id was issued behind", "no call saw the clock behind"]);
     let seen = reached.clone();
     model("behind_continue", move || {
@@ -82,7 +82,7 @@ fn continue_keeps_issuing_on_the_last_timestamp() {
         let clock = ManualClock::new(at(10));
         let (generator, first) = started(&layout, &clock, OnClockBehind::Continue);
         let handles = race(&generator, 2, |g| Got::plain(g.next_id()));
-        clock.set_ms(at(8));
+        clock.set_ms(at(behind));
         let mut per_thread = vec![vec![Got::plain(first)]];
         per_thread.extend(handles.into_iter().map(|h| h.join().unwrap()));
         let all = check(&layout, &per_thread, generator.last_id(), BEHIND_FROM_10);
@@ -97,6 +97,18 @@ fn continue_keeps_issuing_on_the_last_timestamp() {
         });
     });
     reached.assert_all();
+}
+
+#[test]
+fn continue_keeps_issuing_on_the_last_timestamp_with_the_clock_two_ticks_back() {
+    continue_keeps_issuing_on_the_last_timestamp(8);
+}
+
+/// One tick back is the edge an off-by-one in "behind" gets wrong: the
+/// timestamp would go back to 9 and the sequence restart.
+#[test]
+fn continue_keeps_issuing_on_the_last_timestamp_with_the_clock_one_tick_back() {
+    continue_keeps_issuing_on_the_last_timestamp(9);
 }
 
 /// `Wait { max }` with the clock 1 ms behind, then back: each call either

@@ -312,3 +312,39 @@ fn next_clock_with_every_clock_id_used_waits_for_the_next_tick() {
         assert_eq!((stats.issued, stats.clock_id_bumps), (5, 1));
     });
 }
+
+/// `NextClock` starting on the highest clock id: there is no next one up,
+/// and clock ids never wrap down (a lower clock id in the same tick would
+/// issue below the IDs just issued), so the third ID waits for tick 11.
+#[test]
+fn next_clock_on_the_highest_clock_id_never_wraps_down() {
+    model("next_clock_no_wrap", || {
+        let layout = multi_clock_layout(1, 1);
+        let clock = ManualClock::new(at(10));
+        let generator = generator(
+            Builder::new(layout.clone())
+                .clock(clock.clone())
+                .clock_id(1)
+                .on_exhausted(OnExhausted::NextClock),
+        );
+        let done = Done::default();
+        let handles = workers(&generator, &clock, &done, &[2, 1], |g| g.next_id());
+        let used_up = |last: &flakeid::Decoded<'_>, tick: u64| {
+            last.timestamp() == tick && last.clock_id() == 1 && last.sequence() == 1
+        };
+        let moved = move_clock_when_full(&*generator, &clock, &done, 2, used_up);
+        let per_thread: Vec<Vec<Got>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let all = check(&layout, &per_thread, generator.last_id(), Rules::STRICT);
+        let slots: Vec<(u64, u64, u64)> = all
+            .iter()
+            .map(|&id| {
+                let d = decode(&layout, id);
+                (d.timestamp(), d.clock_id(), d.sequence())
+            })
+            .collect();
+        assert_eq!(slots, [(10, 1, 0), (10, 1, 1), (11, 1, 0)]);
+        assert_eq!(moved, 1);
+        let stats = generator.stats().unwrap();
+        assert_eq!((stats.issued, stats.clock_id_bumps), (3, 0));
+    });
+}

@@ -81,3 +81,20 @@ fn racing_threads_get_consecutive_ids_from_each_ticks_random_start() {
         assert_eq!(slots, [(10, start_10), (10, start_10 + 1), (11, start_11)]);
     });
 }
+
+/// Every tick's start is below the bound (a start equal to it leaves the
+/// tick one ID short, or, with the bound at the capacity, overflows into the
+/// node field), over 200 seeds, each a model of one thread (loom bounds the
+/// steps of one execution).
+#[test]
+fn every_random_start_is_below_its_bound() {
+    let layout = layout(2);
+    for seed in 0..200 {
+        let layout = layout.clone();
+        let runs = flakeid_loom_tests::model_quietly(move || {
+            let (a, b) = starts(&layout, seed);
+            assert!(a < BOUND && b < BOUND, "seed {seed} starts at {a}, {b}");
+        });
+        assert_eq!(runs, 1);
+    }
+}
