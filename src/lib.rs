@@ -132,6 +132,10 @@ mod generator;
 mod id;
 mod id_string;
 mod layout;
+// The loom models' way in to crate-private parts; never in a user's build.
+#[cfg(flakeid_loom)]
+#[doc(hidden)]
+pub mod loom_hooks;
 #[cfg(any(feature = "etcd", feature = "redis"))]
 mod lease;
 pub mod node_id;

@@ -1,0 +1,114 @@
+//! Crate-private parts that the loom models in `loom-tests/` drive directly.
+//!
+//! Compiled only under `--cfg flakeid_loom` (never in a user's build) and
+//! hidden from the docs. The models reach the lease fence and the
+//! persistence reservation through these thin wrappers, so the code they
+//! check is the crate's own, not a copy.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::generator::Builder;
+
+/// What an open fence grants (see `fence::Grant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The leased node id's bits in ID position.
+    pub node_bits: u64,
+    /// The previous holders' highest timestamp: issue only after it.
+    pub floor: u64,
+    /// The highest timestamp this holder may enter.
+    pub ceiling: u64,
+    /// Move the timestamp back to the floor (a rotation).
+    pub rewind: bool,
+}
+
+impl From<Grant> for crate::fence::Grant {
+    fn from(g: Grant) -> Self {
+        crate::fence::Grant {
+            node_bits: g.node_bits,
+            floor: g.floor,
+            ceiling: g.ceiling,
+            rewind: g.rewind,
+        }
+    }
+}
+
+impl From<crate::fence::Grant> for Grant {
+    fn from(g: crate::fence::Grant) -> Self {
+        Grant {
+            node_bits: g.node_bits,
+            floor: g.floor,
+            ceiling: g.ceiling,
+            rewind: g.rewind,
+        }
+    }
+}
+
+/// A lease fence on a mocked monotonic clock that starts at 0 ns and moves
+/// only when a model says so.
+#[derive(Clone)]
+pub struct Fence {
+    inner: Arc<crate::fence::Fence>,
+    mock: Arc<quanta::Mock>,
+}
+
+impl Fence {
+    /// A closed fence.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Fence {
+        let (clock, mock) = quanta::Clock::mock();
+        Fence {
+            inner: Arc::new(crate::fence::Fence::with_clock(clock)),
+            mock,
+        }
+    }
+
+    /// Makes generators built from `builder` pass this fence, as a lease's do.
+    pub fn guard<C: Clock>(&self, mut builder: Builder<C>) -> Builder<C> {
+        builder.fence = Some(self.inner.clone());
+        builder
+    }
+
+    /// A keeper's fresh claim: replaces the grant and opens the fence until
+    /// `valid_until_ns`.
+    pub fn open(&self, grant: Grant, valid_until_ns: u64) {
+        self.inner.open(grant.into(), valid_until_ns);
+    }
+
+    /// A keeper's renewal: pushes the deadline and raises the ceiling.
+    pub fn extend(&self, valid_until_ns: u64, ceiling: u64) {
+        self.inner.extend(valid_until_ns, ceiling);
+    }
+
+    /// Closes the fence until the next `open`.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+
+    /// The grant and its ticket, if the fence is open now.
+    pub fn check(&self) -> Option<(Grant, u64)> {
+        self.inner.check().map(|(g, t)| (g.into(), t))
+    }
+
+    /// The current grant's ceiling, as a generator reads it between `check`
+    /// and `confirm`.
+    pub fn ceiling(&self) -> u64 {
+        self.inner.ceiling()
+    }
+
+    /// Whether `ticket`'s grant is still the current one and valid.
+    pub fn confirm(&self, ticket: u64) -> bool {
+        self.inner.confirm(ticket)
+    }
+
+    /// Monotonic nanoseconds on the fence's clock.
+    pub fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+
+    /// Moves the fence's monotonic clock forward.
+    pub fn advance_ns(&self, ns: u64) {
+        self.mock.increment(ns);
+    }
+}
