@@ -1,8 +1,8 @@
 //! Where generators get the time: the `Clock` trait and its implementations.
 
 use std::fmt;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::primitive::{AtomicBool, AtomicU64, Ordering};
 
@@ -156,6 +156,26 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// The default clock: a TSC-based monotonic clock (via `quanta`) anchored to
 /// the wall clock when created. It never goes backwards.
 ///
+/// # Where it reads the time
+///
+/// From the TSC (through `quanta`), if the TSC passes a check when the first
+/// clock of the process is created: over 4 ms, its rate as `quanta`
+/// calibrated it must agree with [`Instant`]'s within 0.03% (300 ppm), the
+/// measurement's own uncertainty counted against it. Otherwise (a skewed
+/// calibration, a thread moved to a core whose TSC disagrees mid-check, a
+/// machine too busy to measure) it reads [`Instant`] instead: slower, never
+/// wrong. The check runs once per process, its verdict shared by every clock.
+/// Under Miri and the loom models the clock always reads [`Instant`].
+///
+/// A TSC rate error within the bound, plus the 0.05% NTP may slew the wall
+/// clock, stays under the 0.1% the clock deliberately runs slow (below), so
+/// the clock never outruns the wall clock.
+///
+/// TSCs that are not synchronized across cores can read backwards when a
+/// thread moves to another core. The clock never does: a reading below the
+/// last one it returned (on any thread) returns that one again, so a
+/// generator sees the same millisecond, never a step back.
+///
 /// # How it keeps to wall time
 ///
 /// A reading is `anchor + elapsed`, where `elapsed` is the monotonic time since
@@ -173,10 +193,12 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 ///   clock between checks and is pulled forward at each. Apart from the step-back
 ///   case it stays within about 2 ms behind wall time and never ahead of it.
 ///
-/// A reading costs a TSC read, a multiply and two relaxed loads of words that
-/// change about once a second (see `benches/` for the measured cost).
+/// A reading costs a TSC read, a multiply and three relaxed loads of words
+/// that change about once a second or once a millisecond (see `benches/` for
+/// the measured cost).
 ///
-/// Calibrating the TSC happens once per process and can take up to 200 ms.
+/// Calibrating the TSC (up to 200 ms) and checking it (about 4 ms) happen
+/// once per process, when the first clock is created.
 ///
 /// ```
 /// use flakeid::{Clock, MonotonicClock, SystemClock};
@@ -188,7 +210,7 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// assert!(SystemClock.now_ms().abs_diff(a) < 1_000);
 /// ```
 pub struct MonotonicClock<W: Clock = SystemClock> {
-    source: quanta::Clock,
+    source: Source,
     /// Raw counter value at creation.
     start: u64,
     /// Slow milliseconds per raw counter tick, as a 0.64 fixed-point
@@ -199,6 +221,9 @@ pub struct MonotonicClock<W: Clock = SystemClock> {
     anchor_ms: AtomicU64,
     /// Slow-elapsed ms at which a reading next consults the wall clock.
     next_check_ms: AtomicU64,
+    /// The highest reading returned: a lower one returns this instead.
+    /// Written once per millisecond, when a reading first passes it.
+    last_ms: AtomicU64,
     check_every_ms: u64,
     wall: W,
 }
@@ -231,10 +256,10 @@ impl<W: Clock> MonotonicClock<W> {
     /// assert!(clock.now_ms() >= before); // a step back is ignored
     /// ```
     pub fn with_wall(wall: W) -> MonotonicClock<W> {
-        MonotonicClock::from_parts(quanta::Clock::new(), wall, Duration::from_secs(1))
+        MonotonicClock::from_parts(Source::checked(), wall, Duration::from_secs(1))
     }
 
-    fn from_parts(source: quanta::Clock, wall: W, check_every: Duration) -> MonotonicClock<W> {
+    fn from_parts(source: Source, wall: W, check_every: Duration) -> MonotonicClock<W> {
         let start = source.raw();
         let check_every_ms = u64::try_from(check_every.as_millis()).unwrap_or(u64::MAX);
         // quanta scales a tick delta to nanoseconds linearly; measuring the
@@ -243,10 +268,12 @@ impl<W: Clock> MonotonicClock<W> {
         let span_ns = source.delta_as_nanos(0, 1 << SPAN_BITS);
         let slow_ms_per_tick =
             u64::try_from((u128::from(span_ns) * SLOW_MS_PER_NS) >> SPAN_BITS).unwrap_or(u64::MAX);
+        let anchor_ms = wall.now_ms();
         MonotonicClock {
             slow_ms_per_tick,
-            anchor_ms: AtomicU64::new(wall.now_ms()),
+            anchor_ms: AtomicU64::new(anchor_ms),
             next_check_ms: AtomicU64::new(check_every_ms),
+            last_ms: AtomicU64::new(anchor_ms),
             check_every_ms,
             source,
             start,
@@ -261,12 +288,29 @@ impl<W: Clock> MonotonicClock<W> {
         // cores) reads as no time elapsed, as quanta's own deltas do.
         let ticks = counter.saturating_sub(self.start);
         let elapsed = ((u128::from(ticks) * u128::from(self.slow_ms_per_tick)) >> 64) as u64;
-        if elapsed >= self.next_check_ms.load(Ordering::Relaxed) {
-            return self.check_wall(elapsed);
+        let reading = if elapsed >= self.next_check_ms.load(Ordering::Relaxed) {
+            self.check_wall(elapsed)
+        } else {
+            self.anchor_ms
+                .load(Ordering::Relaxed)
+                .saturating_add(elapsed)
+        };
+        self.not_below_last(reading)
+    }
+
+    /// `reading`, or the highest reading returned if that is higher: a
+    /// thread on a core whose TSC lags another's sees the same millisecond
+    /// again rather than one before it.
+    #[inline]
+    fn not_below_last(&self, reading: u64) -> u64 {
+        let last = self.last_ms.load(Ordering::Relaxed);
+        if reading <= last {
+            return last;
         }
-        self.anchor_ms
-            .load(Ordering::Relaxed)
-            .saturating_add(elapsed)
+        // The first reading of a new millisecond on this thread.
+        self.last_ms
+            .fetch_max(reading, Ordering::Relaxed)
+            .max(reading)
     }
 
     #[cold]
@@ -308,6 +352,7 @@ impl<W: Clock + Clone> Clone for MonotonicClock<W> {
             slow_ms_per_tick: self.slow_ms_per_tick,
             anchor_ms: AtomicU64::new(self.anchor_ms.load(Ordering::Relaxed)),
             next_check_ms: AtomicU64::new(self.next_check_ms.load(Ordering::Relaxed)),
+            last_ms: AtomicU64::new(self.last_ms.load(Ordering::Relaxed)),
             check_every_ms: self.check_every_ms,
             wall: self.wall.clone(),
         }
@@ -317,10 +362,200 @@ impl<W: Clock + Clone> Clone for MonotonicClock<W> {
 impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MonotonicClock")
+            .field("source", &self.source)
             .field("anchor_ms", &self.anchor_ms.load(Ordering::Relaxed))
             .field("wall", &self.wall)
             .finish_non_exhaustive()
     }
+}
+
+/// Where a [`MonotonicClock`] reads elapsed time.
+///
+/// A TSC that fails the check is replaced, not refused: `Instant` is always
+/// right, only slower, and refusing would make the default clock (and so
+/// every generator built with it) fail on a machine whose only fault was a
+/// busy moment during the check.
+#[derive(Clone)]
+enum Source {
+    /// quanta's clock: the TSC where quanta supports it and the check passed
+    /// (a mocked one in tests).
+    Counter(quanta::Clock),
+    /// Nanoseconds since `origin`, from `std::time::Instant`; `refused` is
+    /// the check's verdict on the TSC, if one ran.
+    Instant {
+        origin: Instant,
+        refused: Option<Verdict>,
+    },
+}
+
+/// The TSC's checked rate error bound: 0.03%.
+const MAX_RATE_ERROR_PPM: u64 = 300;
+/// How long the check measures both clocks.
+const CHECK_SPAN: Duration = Duration::from_millis(4);
+/// Counter reads per end of the check; the one `Instant` brackets tightest
+/// is used.
+const BRACKET_TRIES: usize = 16;
+
+/// The outcome of comparing the counter's rate with `Instant`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Within [`MAX_RATE_ERROR_PPM`], uncertainty included.
+    Agrees,
+    /// Over `reference_ns` of `Instant` (± `uncertainty_ns`), the counter
+    /// measured `counter_ns`.
+    Disagrees {
+        counter_ns: u64,
+        reference_ns: u64,
+        uncertainty_ns: u64,
+    },
+}
+
+/// One counter read between two reference reads (nanoseconds).
+#[derive(Debug, Clone, Copy)]
+struct Bracket {
+    before: u64,
+    raw: u64,
+    after: u64,
+}
+
+impl Bracket {
+    fn width(&self) -> u64 {
+        self.after.saturating_sub(self.before)
+    }
+
+    /// Twice the reference time at the counter read, to within the width.
+    fn doubled_mid(&self) -> u64 {
+        self.before.saturating_add(self.after)
+    }
+}
+
+/// The tightest of [`BRACKET_TRIES`] brackets.
+fn bracket(raw: &mut impl FnMut() -> u64, reference_ns: &mut impl FnMut() -> u64) -> Bracket {
+    let mut one = || {
+        let before = reference_ns();
+        let raw = raw();
+        let after = reference_ns();
+        Bracket { before, raw, after }
+    };
+    let mut best = one();
+    for _ in 1..BRACKET_TRIES {
+        let b = one();
+        if b.width() < best.width() {
+            best = b;
+        }
+    }
+    best
+}
+
+/// Compares the counter's rate, scaled by `counter`, with the reference's
+/// across `wait`. `raw` reads the counter, `reference_ns` the reference, so a
+/// test can script both.
+fn check_rate(
+    counter: &quanta::Clock,
+    mut raw: impl FnMut() -> u64,
+    mut reference_ns: impl FnMut() -> u64,
+    wait: impl FnOnce(),
+) -> Verdict {
+    let start = bracket(&mut raw, &mut reference_ns);
+    wait();
+    let end = bracket(&mut raw, &mut reference_ns);
+    // Each midpoint is within half its bracket of the counter read.
+    let reference_ns = end.doubled_mid().saturating_sub(start.doubled_mid()) / 2;
+    let uncertainty_ns = (start.width() + end.width()).div_ceil(2);
+    // A counter behind its start (another core's TSC) measures 0.
+    let counter_ns = counter.delta_as_nanos(start.raw, end.raw);
+    let worst = u128::from(counter_ns.abs_diff(reference_ns)) + u128::from(uncertainty_ns);
+    if reference_ns > 0
+        && worst * 1_000_000 <= u128::from(reference_ns) * u128::from(MAX_RATE_ERROR_PPM)
+    {
+        Verdict::Agrees
+    } else {
+        Verdict::Disagrees {
+            counter_ns,
+            reference_ns,
+            uncertainty_ns,
+        }
+    }
+}
+
+/// quanta's clock and the verdict on it, once per process.
+static CHECKED: OnceLock<(quanta::Clock, Verdict)> = OnceLock::new();
+
+impl Source {
+    fn instant(refused: Option<Verdict>) -> Source {
+        Source::Instant {
+            origin: Instant::now(),
+            refused,
+        }
+    }
+
+    /// The TSC if it passes the check, else `Instant`.
+    fn checked() -> Source {
+        // Miri cannot read the TSC and loom must not calibrate it.
+        if cfg!(any(miri, flakeid_loom)) {
+            return Source::instant(None);
+        }
+        let (counter, verdict) = CHECKED.get_or_init(|| {
+            let counter = quanta::Clock::new();
+            let origin = Instant::now();
+            let verdict = check_rate(
+                &counter,
+                || counter.raw(),
+                || nanos_since(origin),
+                || std::thread::sleep(CHECK_SPAN),
+            );
+            (counter, verdict)
+        });
+        Source::chosen(counter, *verdict)
+    }
+
+    fn chosen(counter: &quanta::Clock, verdict: Verdict) -> Source {
+        match verdict {
+            Verdict::Agrees => Source::Counter(counter.clone()),
+            Verdict::Disagrees { .. } => Source::instant(Some(verdict)),
+        }
+    }
+
+    #[inline]
+    fn raw(&self) -> u64 {
+        match self {
+            Source::Counter(counter) => counter.raw(),
+            Source::Instant { origin, .. } => nanos_since(*origin),
+        }
+    }
+
+    fn delta_as_nanos(&self, start: u64, end: u64) -> u64 {
+        match self {
+            Source::Counter(counter) => counter.delta_as_nanos(start, end),
+            Source::Instant { .. } => end.saturating_sub(start),
+        }
+    }
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Counter(_) => f.write_str("quanta"),
+            Source::Instant {
+                refused:
+                    Some(Verdict::Disagrees {
+                        counter_ns,
+                        reference_ns,
+                        uncertainty_ns,
+                    }),
+                ..
+            } => write!(
+                f,
+                "Instant (the TSC measured {counter_ns} ns over {reference_ns} ± {uncertainty_ns} ns of Instant)"
+            ),
+            Source::Instant { .. } => f.write_str("Instant"),
+        }
+    }
+}
+
+#[inline]
+fn nanos_since(origin: Instant) -> u64 {
+    u64::try_from(Instant::now().saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// How often a [`RecentClock`]'s thread refreshes the time it serves.
@@ -447,7 +682,11 @@ mod tests {
     fn mocked() -> (MonotonicClock<ManualClock>, Arc<quanta::Mock>, ManualClock) {
         let (source, mock) = quanta::Clock::mock();
         let wall = ManualClock::new(T0);
-        let clock = MonotonicClock::from_parts(source, wall.clone(), Duration::from_secs(1));
+        let clock = MonotonicClock::from_parts(
+            Source::Counter(source),
+            wall.clone(),
+            Duration::from_secs(1),
+        );
         (clock, mock, wall)
     }
 
@@ -513,7 +752,11 @@ mod tests {
     fn never_goes_backwards_across_threads_and_checks() {
         let (source, mock) = quanta::Clock::mock();
         let wall = ManualClock::new(T0);
-        let clock = MonotonicClock::from_parts(source, wall.clone(), Duration::from_millis(1));
+        let clock = MonotonicClock::from_parts(
+            Source::Counter(source),
+            wall.clone(),
+            Duration::from_millis(1),
+        );
         // Miri interprets each step; fewer steps still cover every interleaving kind.
         let steps: u64 = if cfg!(miri) { 300 } else { 20_000 };
         std::thread::scope(|s| {
@@ -539,17 +782,125 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "quanta reads the TSC, which Miri cannot")]
     fn real_clock_tracks_system_time() {
+        // Under Miri (never the TSC there) this is the `Instant` source.
         let clock = MonotonicClock::new();
         let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
         assert!(diff <= 50, "{diff} ms apart");
+        if cfg!(miri) {
+            assert!(
+                format!("{clock:?}").contains("source: Instant"),
+                "{clock:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reading_never_falls_below_the_last_one_returned() {
+        let (clock, mock, _wall) = mocked();
+        mock.increment(Duration::from_millis(500));
+        let before = clock.now_ms();
+        // The thread moves to a core whose TSC is 3 ms behind.
+        mock.decrement(Duration::from_millis(3));
+        assert_eq!(clock.now_ms(), before);
+        // A clone keeps what its original returned.
+        assert_eq!(clock.clone().now_ms(), before);
+        // Time passes on the lagging core: the same millisecond until the
+        // reading passes the last one, then onwards.
+        mock.increment(Duration::from_millis(2));
+        assert_eq!(clock.now_ms(), before);
+        mock.increment(Duration::from_millis(3));
+        assert!(clock.now_ms() > before);
+    }
+
+    #[test]
+    fn a_lagging_core_is_no_step_back_for_a_generator() {
+        let (clock, mock, _wall) = mocked();
+        mock.increment(Duration::from_millis(500));
+        let generator = crate::Generator::builder(crate::Layout::twitter())
+            .clock(clock)
+            .on_clock_behind(crate::OnClockBehind::Error)
+            .build()
+            .unwrap();
+        let first = generator.try_next_id().unwrap();
+        mock.decrement(Duration::from_millis(3));
+        assert!(generator.try_next_id().unwrap() > first);
+    }
+
+    /// The rate check against a scripted counter and reference: true time
+    /// advances `step_ns` per reference read and 4 ms across the wait; the
+    /// counter runs `ppm` fast and jumps by `jump_ns` across the wait.
+    fn scripted_check(ppm: i64, step_ns: u64, jump_ns: i64) -> Verdict {
+        let (counter, _mock) = quanta::Clock::mock(); // scales 1 tick to 1 ns
+        let now = std::cell::Cell::new(1_000_000_000u64);
+        let jump = std::cell::Cell::new(0i64);
+        let raw = || {
+            let t = now.get() as i64;
+            (t + t * ppm / 1_000_000 + jump.get()) as u64
+        };
+        let reference = || {
+            now.set(now.get() + step_ns);
+            now.get()
+        };
+        let wait = || {
+            now.set(now.get() + CHECK_SPAN.as_nanos() as u64);
+            jump.set(jump_ns);
+        };
+        check_rate(&counter, raw, reference, wait)
+    }
+
+    #[test]
+    fn a_tsc_whose_rate_is_off_by_more_than_the_bound_is_replaced_by_instant() {
+        let counter = quanta::Clock::mock().0;
+        let source = |verdict| format!("{:?}", Source::chosen(&counter, verdict));
+        for ppm in [0, 150, -150, 280, -280] {
+            assert_eq!(scripted_check(ppm, 20, 0), Verdict::Agrees, "{ppm} ppm");
+        }
+        assert_eq!(source(Verdict::Agrees), "quanta");
+        for ppm in [320, -320, 1_000, -1_000, 1_000_000] {
+            let verdict = scripted_check(ppm, 20, 0);
+            assert!(
+                matches!(verdict, Verdict::Disagrees { .. }),
+                "{ppm} ppm: {verdict:?}"
+            );
+            assert!(source(verdict).starts_with("Instant (the TSC measured"));
+        }
+        let Verdict::Disagrees {
+            counter_ns,
+            reference_ns,
+            uncertainty_ns,
+        } = scripted_check(1_000, 20, 0)
+        else {
+            panic!("1000 ppm agreed");
+        };
+        // About 4 ms (the wait and the reads), 0.1% more by the counter.
+        assert!((4_000_000..4_001_000).contains(&reference_ns));
+        assert_eq!(counter_ns - reference_ns, reference_ns / 1_000);
+        assert_eq!(uncertainty_ns, 20);
+        // Moved mid-check to a core whose TSC is behind: it measures no time.
+        assert!(matches!(
+            scripted_check(0, 20, -5_000_000),
+            Verdict::Disagrees { counter_ns: 0, .. }
+        ));
+        // A right rate that cannot be shown within the bound (every reference
+        // read 2 µs apart: ±500 ppm over 4 ms) is not trusted either.
+        assert!(matches!(
+            scripted_check(0, 2_000, 0),
+            Verdict::Disagrees {
+                uncertainty_ns: 2_000,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn recent_clock_follows_its_clock_and_its_thread_stops_with_the_last_clone() {
         let (source, mock) = quanta::Clock::mock();
-        let monotonic = MonotonicClock::from_parts(source, SystemClock, Duration::from_secs(1));
+        let monotonic = MonotonicClock::from_parts(
+            Source::Counter(source),
+            SystemClock,
+            Duration::from_secs(1),
+        );
         let clock = RecentClock::from_clock(monotonic, Duration::from_millis(1)).unwrap();
         let start = clock.now_ms();
         mock.increment(Duration::from_millis(50));
