@@ -29,7 +29,9 @@
 //!   is the baseline for benchmarks and the oracle for differential tests; the
 //!   [`IdGenerator`] trait covers both.
 //! - Time comes from a [`Clock`]. The default [`MonotonicClock`] reads the TSC
-//!   through `quanta`, anchored to the wall clock and never going backwards;
+//!   through `quanta` (or `std::time::Instant`, if the TSC's rate disagrees
+//!   with it when checked once per process), anchored to the wall clock and
+//!   never going backwards, even across cores whose TSCs disagree;
 //!   the opt-in [`RecentClock`] is the same clock read from a counter a
 //!   thread refreshes (cheaper per call, up to 200 µs old);
 //!   [`SystemClock`] follows the wall clock; [`ManualClock`] is set by hand for
