@@ -368,6 +368,24 @@ pub enum LeaseError {
         /// What is wrong.
         reason: String,
     },
+    /// Every node id in the range that no generator holds has a mark (the
+    /// last time its earlier holders may have used) too far past this
+    /// generator's clock to issue under it soon: left by a holder whose clock
+    /// ran ahead, or written by hand. See
+    /// [`Lease::max_mark_ahead`](crate::Lease::max_mark_ahead).
+    MarksAhead {
+        /// The first node id of the range.
+        first: u64,
+        /// The last node id of the range.
+        last: u64,
+        /// How many free node ids were skipped for their marks.
+        skipped: u64,
+        /// The lowest of them (up to 8), each with its mark in Unix milliseconds.
+        lowest: Vec<(u64, u64)>,
+        /// The latest mark a claim would take: this generator's clock plus the
+        /// bound, in Unix milliseconds.
+        usable_until_ms: u64,
+    },
 }
 
 impl fmt::Display for LeaseError {
@@ -389,6 +407,24 @@ impl fmt::Display for LeaseError {
                 write!(f, "the lease store refused the request: {reason}")
             }
             LeaseError::Config { reason } => write!(f, "invalid lease configuration: {reason}"),
+            LeaseError::MarksAhead {
+                first,
+                last,
+                skipped,
+                lowest,
+                usable_until_ms,
+            } => {
+                write!(
+                    f,
+                    "every free node id in {first}..={last} ({skipped}) has a mark later than \
+                     {usable_until_ms} ms since 1970, the latest this generator's clock can use \
+                     soon; the lowest (node id: mark):"
+                )?;
+                for (node, mark) in lowest {
+                    write!(f, " {node}: {mark}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

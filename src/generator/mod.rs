@@ -435,6 +435,22 @@ impl<C: Clock> Builder<C> {
         Ok(MutexGenerator::from_parts(self.into_parts()?))
     }
 
+    /// Builds a generator behind `fence` whose lease keeper `keeper` makes
+    /// from the layout and the lead allowance (the in-crate lease simulation:
+    /// a keeper stepped by the test, no thread).
+    #[cfg(all(test, any(feature = "etcd", feature = "redis")))]
+    pub(crate) fn build_leased_by(
+        mut self,
+        fence: Arc<Fence>,
+        keeper: impl FnOnce(&Layout, std::time::Duration) -> Result<Box<dyn Keeper>, BuildError>,
+    ) -> Result<Generator<C>, BuildError> {
+        let keeper = keeper(&self.layout, self.on_exhausted.lead())?;
+        self.fence = Some(fence);
+        let mut parts = self.into_parts()?;
+        parts.keeper = Some(keeper);
+        Ok(Generator::from_parts(parts))
+    }
+
     fn into_parts(self) -> Result<Parts<C>, BuildError> {
         let mut config = self.config()?;
         #[cfg(any(feature = "etcd", feature = "redis"))]

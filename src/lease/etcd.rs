@@ -15,7 +15,7 @@ use etcd_client::{
 };
 use tokio::runtime::Runtime;
 
-use super::keeper::{Claim, Settings, Store};
+use super::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
 use crate::error::LeaseError;
 
 pub(crate) struct EtcdStore {
@@ -160,14 +160,8 @@ impl EtcdStore {
 
     /// With a fresh lease: reads who holds what and claims the lowest free
     /// node id, retrying when another claimer wins the race.
-    fn claim_with(
-        &mut self,
-        lease: i64,
-        first: u64,
-        last: u64,
-        fresh_before_ms: Option<u64>,
-        ceiling_ms: u64,
-    ) -> Result<Option<Claim>, LeaseError> {
+    fn claim_with(&mut self, lease: i64, ask: &Ask) -> Result<Claimed, LeaseError> {
+        let Ask { first, last, .. } = *ask;
         let list_prefix = format!("{}/", self.prefix);
         // Each lost race means another claimer took a node id (or released
         // one); more losses than node ids means something else is going on.
@@ -198,21 +192,28 @@ impl EtcdStore {
                 }
             }
             let mark_of = |node: u64| marks.get(&node).copied().unwrap_or((0, 0));
-            // The lowest free node id; after lost races, one at random among
-            // the lowest `spread` free ones, so that n generators claiming
-            // at once take about log2(n) rounds instead of n.
-            let free: Vec<u64> = (first..=last)
-                .filter(|&node| {
-                    !held.contains(&node) && fresh_before_ms.is_none_or(|f| mark_of(node).0 < f)
-                })
-                .take(spread)
-                .collect();
+            // The lowest free node id with a usable mark; after lost races,
+            // one at random among the lowest `spread` such, so that n
+            // generators claiming at once take about log2(n) rounds instead
+            // of n.
+            let mut free = Vec::new();
+            let mut skipped = Skipped::default();
+            for node in (first..=last).filter(|node| !held.contains(node)) {
+                match ask.takes(mark_of(node).0) {
+                    Ok(true) => free.push(node),
+                    Ok(false) => {}
+                    Err(()) => skipped.add(node, mark_of(node).0),
+                }
+                if free.len() == spread {
+                    break;
+                }
+            }
             if free.is_empty() {
-                return Ok(None);
+                return Ok(Claimed::None(skipped));
             }
             let node = free[pick(&self.token, attempt, free.len())];
             let (mark_ms, revision) = mark_of(node);
-            let ceiling_ms = ceiling_ms.max(mark_ms);
+            let ceiling_ms = ask.ceiling_ms.max(mark_ms);
             let (node_key, mark_key, token) =
                 (self.node_key(node), self.mark_key(node), self.token.clone());
             // Absent node key, and the mark unchanged since read: the mark is
@@ -231,12 +232,13 @@ impl EtcdStore {
                 move |mut c| async move { c.txn(txn).await },
             )?;
             if reply.succeeded() {
-                return Ok(Some(Claim {
+                let claim = Claim {
                     node,
                     mark_ms,
                     ceiling_ms,
                     handle: lease,
-                }));
+                };
+                return Ok(Claimed::Node(claim, skipped));
             }
             spread = spread.saturating_mul(2);
         }
@@ -265,13 +267,7 @@ impl Store for EtcdStore {
         self.timeout = timeout;
     }
 
-    fn claim(
-        &mut self,
-        first: u64,
-        last: u64,
-        fresh_before_ms: Option<u64>,
-        ceiling_ms: u64,
-    ) -> Result<Option<Claim>, LeaseError> {
+    fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
         let ttl = self.ttl_secs;
         let grant = self.call("grant a lease", move |mut c| async move {
             c.lease_grant(ttl, None).await
@@ -291,8 +287,8 @@ impl Store for EtcdStore {
             });
         }
         let lease = grant.id();
-        let claimed = self.claim_with(lease, first, last, fresh_before_ms, ceiling_ms);
-        if !matches!(claimed, Ok(Some(_))) {
+        let claimed = self.claim_with(lease, ask);
+        if !matches!(claimed, Ok(Claimed::Node(..))) {
             let _ = self.revoke(lease);
         }
         claimed

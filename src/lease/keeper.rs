@@ -2,12 +2,19 @@
 //! opens and extends the generator's fence, rotates, and releases.
 //!
 //! It is written once against [`Store`], which the etcd and Redis backends
-//! implement with blocking calls (etcd's on a small runtime of its own).
+//! implement with blocking calls (etcd's on a small runtime of its own), and
+//! as a state machine: [`Run::step`] makes one round of decisions at the
+//! current time (the fence's monotonic clock, the [`WallClock`]) and says
+//! when it next wants to run. The keeper thread steps and parks; tests and
+//! the fleet simulation step it themselves, on mocked clocks.
 
+use std::fmt;
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::LeaseError;
 use crate::fence::{Fence, Grant, Keeper};
 use crate::layout::Layout;
@@ -21,9 +28,72 @@ pub(crate) struct Claim {
     pub(crate) mark_ms: u64,
     /// The mark recorded for this holder now: it may issue up to it.
     pub(crate) ceiling_ms: u64,
-    /// The etcd lease the node key is bound to (unused by Redis).
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    /// The etcd lease the node key is bound to (the memory store's claim
+    /// handle; unused by Redis).
+    #[cfg_attr(not(any(feature = "etcd", test)), allow(dead_code))]
     pub(crate) handle: i64,
+}
+
+/// What a claim asks of the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ask {
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    /// Only a node id whose mark is earlier than this (a rotation's fresh
+    /// node id).
+    pub(crate) fresh_before_ms: Option<u64>,
+    /// Only a node id whose mark is at most this: the claimer's wall clock
+    /// plus the lease's bound. A later mark (a holder whose clock ran ahead,
+    /// a mark planted by hand) would keep the claimer waiting for too long.
+    pub(crate) usable_until_ms: u64,
+    /// Recorded as the claimed node id's mark if that is higher.
+    pub(crate) ceiling_ms: u64,
+}
+
+impl Ask {
+    /// Whether a free node id with `mark_ms` may be claimed; `Err(())` if
+    /// only because its mark is too far ahead.
+    pub(crate) fn takes(&self, mark_ms: u64) -> Result<bool, ()> {
+        if self.fresh_before_ms.is_some_and(|fresh| mark_ms >= fresh) {
+            return Ok(false);
+        }
+        if mark_ms > self.usable_until_ms {
+            return Err(());
+        }
+        Ok(true)
+    }
+}
+
+/// Free node ids a claim passed over because their marks were too far ahead
+/// of the claimer's clock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    /// How many.
+    pub(crate) count: u64,
+    /// The lowest of them (up to [`Skipped::SHOWN`]), with their marks.
+    pub(crate) lowest: Vec<(u64, u64)>,
+}
+
+impl Skipped {
+    /// How many skipped node ids a claim reports by name.
+    pub(crate) const SHOWN: usize = 8;
+
+    pub(crate) fn add(&mut self, node: u64, mark_ms: u64) {
+        self.count += 1;
+        if self.lowest.len() < Skipped::SHOWN {
+            self.lowest.push((node, mark_ms));
+        }
+    }
+}
+
+/// What a claim found.
+#[derive(Debug, Clone)]
+pub(crate) enum Claimed {
+    /// A node id, and the free ones below it that were skipped.
+    Node(Claim, Skipped),
+    /// No node id could be claimed; `Skipped` says which free ones were
+    /// passed over for their marks.
+    None(Skipped),
 }
 
 /// What a lease store does, as blocking calls bounded by the store's timeout.
@@ -31,16 +101,10 @@ pub(crate) trait Store: Send + 'static {
     /// Bounds each later call.
     fn set_timeout(&mut self, timeout: Duration);
 
-    /// Claims the lowest free node id in `first..=last` (with
-    /// `fresh_before_ms`, only one whose mark is earlier), recording
-    /// `ceiling_ms` as its mark if that is higher. `None` if there is none.
-    fn claim(
-        &mut self,
-        first: u64,
-        last: u64,
-        fresh_before_ms: Option<u64>,
-        ceiling_ms: u64,
-    ) -> Result<Option<Claim>, LeaseError>;
+    /// Claims the lowest node id in `ask.first..=ask.last` that has no holder
+    /// and that [`Ask::takes`], recording `ask.ceiling_ms` as its mark if
+    /// that is higher.
+    fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError>;
 
     /// Keeps the claim alive and raises its mark to `ceiling_ms`; `false` if
     /// the claim is no longer this holder's.
@@ -49,6 +113,32 @@ pub(crate) trait Store: Send + 'static {
     /// Gives the node id back if it is still this holder's, first setting its
     /// mark to `mark_ms` (the exact last time issued) if given.
     fn release(&mut self, claim: &Claim, mark_ms: Option<u64>) -> Result<(), LeaseError>;
+}
+
+/// The wall clock a keeper computes ceilings and usable marks with: the
+/// system's, or a simulation's.
+#[derive(Clone)]
+pub(crate) struct WallClock(Arc<dyn Clock>);
+
+impl WallClock {
+    pub(crate) fn system() -> WallClock {
+        WallClock(Arc::new(SystemClock))
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn new(clock: impl Clock + 'static) -> WallClock {
+        WallClock(Arc::new(clock))
+    }
+
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+}
+
+impl fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WallClock({} ms)", self.now_ms())
+    }
 }
 
 /// A lease's configuration, checked against the generator.
@@ -63,8 +153,12 @@ pub(crate) struct Settings {
     /// How far past the wall clock each ceiling reaches: the TTL plus the
     /// generator's lead allowance.
     pub(crate) ahead: Duration,
+    /// How far past the wall clock a free node id's mark may be for a claim
+    /// to take it.
+    pub(crate) usable_ahead: Duration,
     pub(crate) rotate_after_ticks: u64,
     pub(crate) server: String,
+    pub(crate) wall: WallClock,
 }
 
 impl Settings {
@@ -102,7 +196,7 @@ impl Settings {
     /// tick a generator asked for if its clock is ahead of the wall's.
     fn ceiling_ms(&self, wanted_tick: u64) -> u64 {
         let ahead = u64::try_from(self.ahead.as_millis()).unwrap_or(u64::MAX);
-        let by_wall = self.tick_of(wall_ms().saturating_add(ahead));
+        let by_wall = self.tick_of(self.wall.now_ms().saturating_add(ahead));
         let by_want = if wanted_tick == 0 {
             0
         } else {
@@ -110,16 +204,16 @@ impl Settings {
         };
         self.end_ms(by_wall.max(by_want))
     }
+
+    /// The latest mark a claim takes now.
+    fn usable_until_ms(&self) -> u64 {
+        let ahead = u64::try_from(self.usable_ahead.as_millis()).unwrap_or(u64::MAX);
+        self.wall.now_ms().saturating_add(ahead)
+    }
 }
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A claim the fence is open for.
@@ -138,14 +232,24 @@ struct Stop {
     asked: Option<Option<(u64, u64)>>,
 }
 
-struct Run<S> {
+/// One generator's keeper: the store, the claim held, and the times at which
+/// the next renewal, retry, claim and rotation are due (fence nanoseconds).
+pub(crate) struct Run<S> {
     store: S,
     settings: Settings,
     fence: Arc<Fence>,
-    stop: Arc<Mutex<Stop>>,
+    held: Option<Held>,
     /// Claims lost or given up whose release has not reached the store yet
     /// (etcd would keep their keys until its lease expires).
     orphans: Vec<Claim>,
+    next_renewal: u64,
+    /// While a generator waits for a higher ceiling: no renewal before this
+    /// (the last attempt failed).
+    retry_at: u64,
+    next_claim: u64,
+    next_rotation: u64,
+    /// The free node ids the last claim skipped for their marks.
+    skipped: Skipped,
 }
 
 /// The keeper thread of one generator.
@@ -154,80 +258,175 @@ pub(crate) struct KeeperThread {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Claims a node id (retrying while the server is unreachable, up to the
-/// connect timeout), opens the fence, and starts the keeper thread.
-pub(crate) fn start<S: Store>(
-    store: S,
+/// Starts the keeper thread, which makes the store with `make_store`,
+/// claims a node id (retrying while the server is unreachable, up to the
+/// connect timeout) and opens the fence; returns once it has, or with the
+/// reason it could not. The store is made, used and dropped on the keeper
+/// thread only, so a caller inside an async runtime never runs (or drops)
+/// the store's own runtime.
+pub(crate) fn start<S, F>(
+    make_store: F,
     settings: Settings,
     fence: Arc<Fence>,
-) -> Result<KeeperThread, LeaseError> {
-    fence.rotate_after(settings.rotate_after_ticks);
-    let mut run = Run {
-        store,
-        settings,
-        fence,
-        stop: Arc::default(),
-        orphans: Vec::new(),
-    };
-    let begun = Instant::now();
-    let limit = run.settings.connect_timeout;
-    let held = loop {
-        let left = limit.saturating_sub(begun.elapsed());
-        run.store.set_timeout(left.max(Duration::from_millis(1)));
-        match run.claim(None) {
-            Ok(Some(held)) => break held,
-            Ok(None) => {
-                return Err(LeaseError::AllHeld {
-                    first: run.settings.first,
-                    last: run.settings.last,
-                });
-            }
-            Err(LeaseError::Unreachable { reason, .. }) => {
-                if begun.elapsed() >= limit {
-                    return Err(LeaseError::Unreachable {
-                        server: run.settings.server.clone(),
-                        waited: limit,
-                        reason,
-                    });
-                }
-                thread::sleep(Duration::from_millis(50).min(left));
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    run.store.set_timeout(run.settings.request_timeout());
-    let stop = run.stop.clone();
-    let fence = run.fence.clone();
+) -> Result<KeeperThread, LeaseError>
+where
+    S: Store,
+    F: FnOnce(&Settings) -> Result<S, LeaseError> + Send + 'static,
+{
+    let stop = Arc::new(Mutex::new(Stop::default()));
+    let (started, outcome) = mpsc::sync_channel(1);
+    let keeper_stop = stop.clone();
+    let keeper_fence = fence.clone();
     let spawned = thread::Builder::new()
         .name("flakeid-lease".into())
-        .spawn(move || run.keep(held));
-    match spawned {
-        Ok(thread) => {
-            fence.set_keeper(thread.thread().clone());
-            Ok(KeeperThread {
-                stop,
-                thread: Some(thread),
+        .spawn(move || {
+            let claimed = make_store(&settings).and_then(|store| {
+                let mut run = Run::new(store, settings, keeper_fence);
+                run.claim_within_connect_timeout().map(|()| run)
+            });
+            match claimed {
+                Ok(mut run) => {
+                    let _ = started.send(Ok(()));
+                    run.keep(&keeper_stop);
+                }
+                // The store (and its runtime) is dropped before the builder
+                // hears of the error and joins this thread.
+                Err(e) => {
+                    let _ = started.send(Err(e));
+                }
+            }
+        });
+    let thread = spawned.map_err(|e| LeaseError::Config {
+        reason: format!("cannot start the lease keeper thread: {e}"),
+    })?;
+    fence.set_keeper(thread.thread().clone());
+    match outcome.recv() {
+        Ok(Ok(())) => Ok(KeeperThread {
+            stop,
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(mpsc::RecvError) => {
+            let _ = thread.join();
+            Err(LeaseError::Config {
+                reason: "the lease keeper thread stopped before claiming a node id".into(),
             })
         }
-        // The claim expires after one TTL; the fence closes with the builder.
-        Err(e) => Err(LeaseError::Config {
-            reason: format!("cannot start the lease keeper thread: {e}"),
-        }),
     }
 }
 
 impl<S: Store> Run<S> {
+    /// A keeper holding nothing yet, for `fence`.
+    pub(crate) fn new(store: S, settings: Settings, fence: Arc<Fence>) -> Run<S> {
+        fence.rotate_after(settings.rotate_after_ticks);
+        Run {
+            store,
+            settings,
+            fence,
+            held: None,
+            orphans: Vec::new(),
+            next_renewal: 0,
+            retry_at: 0,
+            next_claim: 0,
+            next_rotation: 0,
+            skipped: Skipped::default(),
+        }
+    }
+
+    /// The first claim, retried while the server is unreachable, up to the
+    /// connect timeout (on the real clock: a build waits for a real server).
+    fn claim_within_connect_timeout(&mut self) -> Result<(), LeaseError> {
+        let begun = Instant::now();
+        let limit = self.settings.connect_timeout;
+        loop {
+            let left = limit.saturating_sub(begun.elapsed());
+            self.store.set_timeout(left.max(Duration::from_millis(1)));
+            match self.claim_first() {
+                Ok(()) => break,
+                Err(LeaseError::Unreachable { reason, .. }) => {
+                    if begun.elapsed() >= limit {
+                        return Err(LeaseError::Unreachable {
+                            server: self.settings.server.clone(),
+                            waited: limit,
+                            reason,
+                        });
+                    }
+                    thread::sleep(Duration::from_millis(50).min(left));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.store.set_timeout(self.settings.request_timeout());
+        Ok(())
+    }
+
+    /// One attempt at the first claim: on success the fence is open and the
+    /// first renewal is due a third of the TTL later.
+    pub(crate) fn claim_first(&mut self) -> Result<(), LeaseError> {
+        let held = self.claim(None)?;
+        self.next_renewal = self
+            .fence
+            .now_ns()
+            .saturating_add(nanos(self.settings.renew_every()));
+        self.held = Some(held);
+        Ok(())
+    }
+
+    /// The node id held (and its fence possibly open), if any.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn held_node(&self) -> Option<u64> {
+        self.held.as_ref().map(|h| h.claim.node)
+    }
+
+    /// The store.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The free node ids the last claim skipped for their marks.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn skipped(&self) -> &Skipped {
+        &self.skipped
+    }
+
     /// Claims a node id and opens the fence for it (rewinding, for a fresh
     /// one after a clock rollback).
-    fn claim(&mut self, fresh_before_ms: Option<u64>) -> Result<Option<Held>, LeaseError> {
+    fn claim(&mut self, fresh_before_ms: Option<u64>) -> Result<Held, LeaseError> {
         let s = &self.settings;
         let sent = self.fence.now_ns();
-        let ceiling_ms = s.ceiling_ms(self.fence.wanted());
-        let Some(claim) = self
-            .store
-            .claim(s.first, s.last, fresh_before_ms, ceiling_ms)?
-        else {
-            return Ok(None);
+        let ask = Ask {
+            first: s.first,
+            last: s.last,
+            fresh_before_ms,
+            usable_until_ms: s.usable_until_ms(),
+            ceiling_ms: s.ceiling_ms(self.fence.wanted()),
+        };
+        let claim = match self.store.claim(&ask)? {
+            Claimed::Node(claim, skipped) => {
+                self.skipped = skipped;
+                claim
+            }
+            Claimed::None(skipped) if skipped.count == 0 => {
+                self.skipped = skipped;
+                return Err(LeaseError::AllHeld {
+                    first: s.first,
+                    last: s.last,
+                });
+            }
+            Claimed::None(skipped) => {
+                self.skipped = skipped.clone();
+                return Err(LeaseError::MarksAhead {
+                    first: s.first,
+                    last: s.last,
+                    skipped: skipped.count,
+                    lowest: skipped.lowest,
+                    usable_until_ms: ask.usable_until_ms,
+                });
+            }
         };
         let node_bits = match s.layout.node_mask_bits(claim.node) {
             Ok(bits) if (s.first..=s.last).contains(&claim.node) => bits,
@@ -252,102 +451,22 @@ impl<S: Store> Run<S> {
             },
             held.valid_until,
         );
-        Ok(Some(held))
+        Ok(held)
     }
 
-    /// The keeper thread's loop.
-    fn keep(mut self, held: Held) {
-        let renew_every = nanos(self.settings.renew_every());
-        let retry_every = nanos(self.settings.retry_every());
-        let mut held = Some(held);
-        let mut next_renewal = self.fence.now_ns().saturating_add(renew_every);
-        let mut retry_at = 0;
-        let mut next_claim = 0;
-        let mut next_rotation = 0;
+    /// The keeper thread's loop: steps, and parks until the next step is due
+    /// or a generator wakes it.
+    fn keep(&mut self, stop: &Mutex<Stop>) {
         loop {
-            if let Some(last) = self.stop_asked() {
-                self.finish(held, last);
+            let asked = match stop.lock() {
+                Ok(stop) => stop.asked,
+                Err(poisoned) => poisoned.into_inner().asked,
+            };
+            if let Some(last) = asked {
+                self.finish(last);
                 return;
             }
-            let now = self.fence.now_ns();
-            // A request waiting out the pause after a failed rotation stays
-            // posted, so the generator does not post (and wake us) again.
-            let rotation = if now >= next_rotation {
-                self.fence.take_rotation()
-            } else {
-                None
-            };
-            if let (Some((node_bits, now_tick)), Some(h)) = (rotation, &held)
-                && node_bits == h.node_bits
-            {
-                let fresh_before = self.settings.layout.unix_ms(now_tick);
-                match self.claim(Some(fresh_before)) {
-                    Ok(Some(new)) => {
-                        // The fence is open for the new node id; the old one
-                        // keeps its mark (our ceiling) and goes back.
-                        if let Some(old) = held.replace(new) {
-                            self.give_back(old.claim);
-                        }
-                        next_renewal = now.saturating_add(renew_every);
-                    }
-                    // No fresh node id free now: keep this one.
-                    _ => next_rotation = now.saturating_add(renew_every),
-                }
-            }
-            if let Some(h) = &mut held {
-                let wanted = self.fence.wanted() > self.settings.tick_of(h.claim.ceiling_ms);
-                if now >= next_renewal || (wanted && now >= retry_at) {
-                    let sent = self.fence.now_ns();
-                    let ceiling_ms = self
-                        .settings
-                        .ceiling_ms(self.fence.wanted())
-                        .max(h.claim.ceiling_ms);
-                    match self.store.renew(&h.claim, ceiling_ms) {
-                        Ok(true) => {
-                            h.claim.ceiling_ms = ceiling_ms;
-                            h.valid_until = sent.saturating_add(self.settings.valid_for_ns());
-                            self.fence
-                                .extend(h.valid_until, self.settings.tick_of(ceiling_ms));
-                            next_renewal = sent.saturating_add(renew_every);
-                            retry_at = 0;
-                        }
-                        Ok(false) => {
-                            // Someone else's now (expired, or deleted by hand).
-                            self.fence.close();
-                            h.valid_until = 0;
-                        }
-                        Err(_) => {
-                            retry_at = self.fence.now_ns().saturating_add(retry_every);
-                            next_renewal = next_renewal.max(retry_at);
-                        }
-                    }
-                }
-                if self.fence.now_ns() >= h.valid_until {
-                    // The fence closed itself at the deadline; make sure no
-                    // late renewal reopens it, and claim afresh.
-                    self.fence.close();
-                    if let Some(lost) = held.take() {
-                        self.orphans.push(lost.claim);
-                    }
-                    next_claim = 0;
-                }
-            }
-            if held.is_none() && self.fence.now_ns() >= next_claim {
-                self.release_orphans();
-                match self.claim(None) {
-                    Ok(Some(h)) => {
-                        next_renewal = self.fence.now_ns().saturating_add(renew_every);
-                        held = Some(h);
-                    }
-                    Ok(None) | Err(_) => {
-                        next_claim = self.fence.now_ns().saturating_add(retry_every);
-                    }
-                }
-            }
-            let wake_at = match &held {
-                Some(h) => next_renewal.min(h.valid_until),
-                None => next_claim,
-            };
+            let wake_at = self.step();
             let now = self.fence.now_ns();
             if wake_at > now {
                 thread::park_timeout(Duration::from_nanos(wake_at - now));
@@ -355,10 +474,92 @@ impl<S: Store> Run<S> {
         }
     }
 
-    fn stop_asked(&self) -> Option<Option<(u64, u64)>> {
-        match self.stop.lock() {
-            Ok(stop) => stop.asked,
-            Err(poisoned) => poisoned.into_inner().asked,
+    /// One round of the keeper's decisions at the fence's current time:
+    /// rotate if a generator asked to, renew if due (or if a generator waits
+    /// for a higher ceiling), give up a claim whose deadline passed, claim if
+    /// nothing is held. Returns the fence nanoseconds at which it next wants
+    /// to run; running it earlier does no harm.
+    pub(crate) fn step(&mut self) -> u64 {
+        let renew_every = nanos(self.settings.renew_every());
+        let retry_every = nanos(self.settings.retry_every());
+        let now = self.fence.now_ns();
+        // A request waiting out the pause after a failed rotation stays
+        // posted, so the generator does not post (and wake us) again.
+        let rotation = if now >= self.next_rotation {
+            self.fence.take_rotation()
+        } else {
+            None
+        };
+        if let (Some((node_bits, now_tick)), Some(h)) = (rotation, &self.held)
+            && node_bits == h.node_bits
+        {
+            let fresh_before = self.settings.layout.unix_ms(now_tick);
+            match self.claim(Some(fresh_before)) {
+                Ok(new) => {
+                    // The fence is open for the new node id; the old one
+                    // keeps its mark (our ceiling) and goes back.
+                    if let Some(old) = self.held.replace(new) {
+                        self.give_back(old.claim);
+                    }
+                    self.next_renewal = now.saturating_add(renew_every);
+                }
+                // No fresh node id free now: keep this one.
+                Err(_) => self.next_rotation = now.saturating_add(renew_every),
+            }
+        }
+        if let Some(h) = &mut self.held {
+            let wanted = self.fence.wanted() > self.settings.tick_of(h.claim.ceiling_ms);
+            if now >= self.next_renewal || (wanted && now >= self.retry_at) {
+                let sent = self.fence.now_ns();
+                let ceiling_ms = self
+                    .settings
+                    .ceiling_ms(self.fence.wanted())
+                    .max(h.claim.ceiling_ms);
+                match self.store.renew(&h.claim, ceiling_ms) {
+                    Ok(true) => {
+                        h.claim.ceiling_ms = ceiling_ms;
+                        h.valid_until = sent.saturating_add(self.settings.valid_for_ns());
+                        self.fence
+                            .extend(h.valid_until, self.settings.tick_of(ceiling_ms));
+                        self.next_renewal = sent.saturating_add(renew_every);
+                        self.retry_at = 0;
+                    }
+                    Ok(false) => {
+                        // Someone else's now (expired, or deleted by hand).
+                        self.fence.close();
+                        h.valid_until = 0;
+                    }
+                    Err(_) => {
+                        self.retry_at = self.fence.now_ns().saturating_add(retry_every);
+                        self.next_renewal = self.next_renewal.max(self.retry_at);
+                    }
+                }
+            }
+            if self.fence.now_ns() >= h.valid_until {
+                // The fence closed itself at the deadline; make sure no
+                // late renewal reopens it, and claim afresh.
+                self.fence.close();
+                if let Some(lost) = self.held.take() {
+                    self.orphans.push(lost.claim);
+                }
+                self.next_claim = 0;
+            }
+        }
+        if self.held.is_none() && self.fence.now_ns() >= self.next_claim {
+            self.release_orphans();
+            match self.claim(None) {
+                Ok(h) => {
+                    self.next_renewal = self.fence.now_ns().saturating_add(renew_every);
+                    self.held = Some(h);
+                }
+                Err(_) => {
+                    self.next_claim = self.fence.now_ns().saturating_add(retry_every);
+                }
+            }
+        }
+        match &self.held {
+            Some(h) => self.next_renewal.min(h.valid_until),
+            None => self.next_claim,
         }
     }
 
@@ -378,9 +579,9 @@ impl<S: Store> Run<S> {
 
     /// The generator is gone: record the exact last time it issued under the
     /// held node id, and give the node id back.
-    fn finish(&mut self, held: Option<Held>, last: Option<(u64, u64)>) {
+    pub(crate) fn finish(&mut self, last: Option<(u64, u64)>) {
         self.fence.close();
-        if let Some(h) = held {
+        if let Some(h) = self.held.take() {
             let mark_ms = match last {
                 Some((node_bits, ts)) if node_bits == h.node_bits => {
                     Some(h.claim.mark_ms.max(self.settings.end_ms(ts)))

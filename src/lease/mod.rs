@@ -39,6 +39,8 @@ mod keeper;
 
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(test)]
+pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
 
@@ -103,6 +105,7 @@ pub struct Lease {
     connect_timeout: Duration,
     node_ids: Option<RangeInclusive<u64>>,
     rotate_after: Option<Duration>,
+    max_mark_ahead: Option<Duration>,
 }
 
 #[derive(Clone)]
@@ -111,6 +114,9 @@ enum StoreConfig {
     Etcd(Vec<String>),
     #[cfg(feature = "redis")]
     Redis(String),
+    /// The in-process store of the tests and the fleet simulation.
+    #[cfg(test)]
+    Memory(memory::MemoryBackend),
 }
 
 impl Lease {
@@ -152,7 +158,14 @@ impl Lease {
             connect_timeout: Duration::from_secs(5),
             node_ids: None,
             rotate_after: None,
+            max_mark_ahead: None,
         }
+    }
+
+    /// A lease on the in-process store `backend` (tests and the simulation).
+    #[cfg(test)]
+    pub(crate) fn memory(backend: &memory::MemoryBackend) -> Lease {
+        Lease::new(StoreConfig::Memory(backend.clone()))
     }
 
     /// The key prefix, one per application and layout (default `flakeid`).
@@ -208,6 +221,40 @@ impl Lease {
         self
     }
 
+    /// How far past this generator's wall clock a free node id's mark may be
+    /// for a claim to take it (default: one minute, or the TTL plus the
+    /// generator's lead allowance if that is longer).
+    ///
+    /// A holder whose clock ran ahead (or a mark written by hand) leaves a
+    /// mark this generator's clock would need that long to pass: it would
+    /// wait that long before issuing. A claim skips such node ids and takes
+    /// the lowest usable one; it fails with [`LeaseError::MarksAhead`] only
+    /// if every free node id was skipped. A holder with a correct clock
+    /// leaves a mark at most the TTL plus its lead allowance ahead, and by
+    /// the time its node id is free again (a TTL after its last renewal) only
+    /// the lead allowance; the default tolerates clocks a minute apart on
+    /// top. The bound is also the longest a claim can make the generator
+    /// wait for its first ID.
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let lease = lease.max_mark_ahead(Duration::from_secs(5));
+    /// # let _ = lease;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn max_mark_ahead(mut self, bound: Duration) -> Self {
+        self.max_mark_ahead = Some(bound);
+        self
+    }
+
     /// The server, for messages (a Redis password is masked).
     fn server(&self) -> String {
         match &self.store {
@@ -215,6 +262,8 @@ impl Lease {
             StoreConfig::Etcd(endpoints) => format!("etcd {}", endpoints.join(",")),
             #[cfg(feature = "redis")]
             StoreConfig::Redis(url) => format!("redis {}", mask_password(url)),
+            #[cfg(test)]
+            StoreConfig::Memory(_) => "memory".into(),
         }
     }
 
@@ -255,6 +304,7 @@ impl Lease {
             Some(threshold) => u64::try_from(threshold.as_millis() / u128::from(layout.unit_ms()))
                 .unwrap_or(u64::MAX),
         };
+        let ahead = self.ttl.saturating_add(lead);
         Ok(Settings {
             layout: layout.clone(),
             first,
@@ -262,9 +312,13 @@ impl Lease {
             ttl: self.ttl,
             margin,
             connect_timeout: self.connect_timeout,
-            ahead: self.ttl.saturating_add(lead),
+            ahead,
+            usable_ahead: self
+                .max_mark_ahead
+                .unwrap_or_else(|| Duration::from_secs(60).max(ahead)),
             rotate_after_ticks,
             server: self.server(),
+            wall: keeper::WallClock::system(),
         })
     }
 }
@@ -279,6 +333,7 @@ impl fmt::Debug for Lease {
             .field("connect_timeout", &self.connect_timeout)
             .field("node_ids", &self.node_ids)
             .field("rotate_after_rollback", &self.rotate_after)
+            .field("max_mark_ahead", &self.max_mark_ahead)
             .finish()
     }
 }
@@ -314,7 +369,8 @@ fn token() -> String {
 }
 
 /// Claims a node id for a generator being built: returns its keeper once the
-/// fence is open.
+/// fence is open. The store is made, used and dropped on the keeper's thread
+/// only; this waits for the first claim (up to the connect timeout).
 pub(crate) fn start(
     lease: &Lease,
     layout: &Layout,
@@ -323,16 +379,27 @@ pub(crate) fn start(
 ) -> Result<Box<dyn Keeper>, LeaseError> {
     let settings = lease.settings(layout, lead)?;
     let token = token();
+    let prefix = lease.prefix.clone();
+    let fence = fence.clone();
     match &lease.store {
         #[cfg(feature = "etcd")]
         StoreConfig::Etcd(endpoints) => {
-            let store = etcd::EtcdStore::new(endpoints.clone(), &lease.prefix, &settings, token)?;
-            Ok(Box::new(keeper::start(store, settings, fence.clone())?))
+            let endpoints = endpoints.clone();
+            let make = move |s: &Settings| etcd::EtcdStore::new(endpoints, &prefix, s, token);
+            Ok(Box::new(keeper::start(make, settings, fence)?))
         }
         #[cfg(feature = "redis")]
         StoreConfig::Redis(url) => {
-            let store = redis::RedisStore::new(url, &lease.prefix, &settings, token)?;
-            Ok(Box::new(keeper::start(store, settings, fence.clone())?))
+            let url = url.clone();
+            let make = move |s: &Settings| redis::RedisStore::new(&url, &prefix, s, token);
+            Ok(Box::new(keeper::start(make, settings, fence)?))
+        }
+        #[cfg(test)]
+        StoreConfig::Memory(backend) => {
+            let backend = backend.clone();
+            let _ = (prefix, token);
+            let make = move |s: &Settings| Ok(backend.store(s));
+            Ok(Box::new(keeper::start(make, settings, fence)?))
         }
     }
 }

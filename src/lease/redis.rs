@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use redis::{Client, Connection, ErrorKind, RedisError, Script, ServerErrorKind};
 
-use super::keeper::{Claim, Settings, Store};
+use super::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
 use crate::error::LeaseError;
 
 /// Shared by the scripts: `a < b` for decimal strings without leading zeros.
@@ -29,12 +29,18 @@ end
 ";
 
 /// ARGV: prefix, first, last, token, ttl ms, fresh-before ms ('' for any),
-/// ceiling ms. Claims the lowest node id whose node key is absent (and whose
-/// mark is before fresh-before), raising its mark to the ceiling. Returns
-/// {node, mark found, mark now}, or nil if none is free.
+/// ceiling ms, usable-until ms, how many skipped node ids to name. Claims the
+/// lowest node id whose node key is absent, whose mark is before
+/// fresh-before and not after usable-until, raising its mark to the ceiling.
+/// Returns {node, mark found, mark now, skipped, skipped node, its mark, ...}
+/// with node, marks '' if none could be claimed; `skipped` counts the free
+/// node ids passed over for a mark after usable-until.
 const CLAIM: &str = r"
 local prefix, first, last = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local token, ttl, fresh, ceiling = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local usable, shown = ARGV[8], tonumber(ARGV[9])
+local skipped = {}
+local count = 0
 for node = first, last do
   local id = string.format('%d', node)
   local node_key = prefix .. ':node:' .. id
@@ -43,15 +49,23 @@ for node = first, last do
     local mark = mark_of(mark_key)
     if type(mark) == 'table' then return mark end
     if fresh == '' or less(mark, fresh) then
-      redis.call('SET', node_key, token, 'NX', 'PX', ttl)
-      local now = mark
-      if less(mark, ceiling) then now = ceiling end
-      redis.call('SET', mark_key, now)
-      return {id, mark, now}
+      if less(usable, mark) then
+        count = count + 1
+        if count <= shown then
+          table.insert(skipped, id)
+          table.insert(skipped, mark)
+        end
+      else
+        redis.call('SET', node_key, token, 'NX', 'PX', ttl)
+        local now = mark
+        if less(mark, ceiling) then now = ceiling end
+        redis.call('SET', mark_key, now)
+        return {id, mark, now, string.format('%d', count), unpack(skipped)}
+      end
     end
   end
 end
-return false
+return {'', '', '', string.format('%d', count), unpack(skipped)}
 ";
 
 /// KEYS: node key, mark key. ARGV: token, ttl ms, ceiling ms. 1 if renewed,
@@ -210,37 +224,55 @@ impl Store for RedisStore {
         }
     }
 
-    fn claim(
-        &mut self,
-        first: u64,
-        last: u64,
-        fresh_before_ms: Option<u64>,
-        ceiling_ms: u64,
-    ) -> Result<Option<Claim>, LeaseError> {
+    fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
         let script = self.claim.clone();
         let (prefix, token, ttl) = (self.prefix.clone(), self.token.clone(), self.ttl_ms);
-        let fresh = fresh_before_ms.map_or_else(String::new, |ms| ms.to_string());
-        let reply: Option<(String, String, String)> = self.call("claim a node id", |c| {
+        let fresh = ask
+            .fresh_before_ms
+            .map_or_else(String::new, |ms| ms.to_string());
+        let reply: Vec<String> = self.call("claim a node id", |c| {
             script
                 .arg(prefix)
-                .arg(first)
-                .arg(last)
+                .arg(ask.first)
+                .arg(ask.last)
                 .arg(token)
                 .arg(ttl)
                 .arg(fresh)
-                .arg(ceiling_ms)
+                .arg(ask.ceiling_ms)
+                .arg(ask.usable_until_ms)
+                .arg(Skipped::SHOWN)
                 .invoke(c)
         })?;
-        let Some((node, mark, now)) = reply else {
-            return Ok(None);
+        let [node, mark, now, count, named @ ..] = reply.as_slice() else {
+            return Err(LeaseError::BadReply {
+                reason: format!("the claim script answered {reply:?}"),
+            });
         };
-        let node = parse_mark("the claimed node id", &node)?;
-        Ok(Some(Claim {
-            node,
-            mark_ms: parse_mark("the mark found", &mark)?,
-            ceiling_ms: parse_mark("the mark recorded", &now)?,
+        let mut skipped = Skipped {
+            count: parse_mark("the count of skipped node ids", count)?,
+            lowest: Vec::new(),
+        };
+        for pair in named.chunks(2) {
+            let [node, mark] = pair else {
+                return Err(LeaseError::BadReply {
+                    reason: format!("the claim script answered {reply:?}"),
+                });
+            };
+            skipped.lowest.push((
+                parse_mark("a skipped node id", node)?,
+                parse_mark("a skipped node id's mark", mark)?,
+            ));
+        }
+        if node.is_empty() {
+            return Ok(Claimed::None(skipped));
+        }
+        let claim = Claim {
+            node: parse_mark("the claimed node id", node)?,
+            mark_ms: parse_mark("the mark found", mark)?,
+            ceiling_ms: parse_mark("the mark recorded", now)?,
             handle: 0,
-        }))
+        };
+        Ok(Claimed::Node(claim, skipped))
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
