@@ -22,7 +22,9 @@
 //! (which must report the stall the model predicts); then the clock moves by
 //! the reported time, as a waiting caller's clock would, and the call is
 //! made. Some blocking calls run on a thread while the clock moves, so the
-//! generator's own waiting is exercised too. A call that blocks when the
+//! generator's own waiting is exercised too, and some `try_*` calls under
+//! `OnClockBehind::Wait { max }` (with `max` of 20 ms at most) wait it out
+//! and must then report. A call that blocks when the
 //! model says it should not shows up as a hang (a libFuzzer timeout).
 
 mod model;
@@ -42,7 +44,8 @@ const MAX_OPS: usize = 300;
 
 /// A blocking call runs on a thread while the clock moves only when the
 /// wait is at most this long, so a generator that sleeps for the whole wait
-/// in real time costs little.
+/// in real time costs little; and `try_*` under `OnClockBehind::Wait { max }`
+/// is left to wait out `max` (the clock staying behind) only up to this.
 const THREADED_WAIT_MS: u64 = 20;
 
 /// Whether `Expired` is accepted where the layout's last tick is used up
@@ -473,6 +476,17 @@ impl<'a> Run<'a> {
                 return self.check(model, &verdict, n, now, g.take(call, batch));
             };
             self.check(model, &verdict, n, now, g.take(Call::Poll, batch))?;
+            if let (true, Call::Try, OnClockBehind::Wait { max }, Verdict::Stall(behind)) =
+                (threaded, call, self.rules.on_behind, &verdict)
+                && matches!(behind, GenerateError::ClockBehind { .. })
+                && max <= Duration::from_millis(THREADED_WAIT_MS)
+            {
+                // "Wait up to `max` for the clock to catch up, then report":
+                // the clock stays where it is, so the call reports, after
+                // `max` of real time, what it found.
+                let reported = Verdict::Report(behind.clone());
+                return self.check(model, &reported, n, now, g.take(call, batch));
+            }
             let later = now + wait.as_millis() as u64;
             let after = model.decide(later);
             let short = wait <= Duration::from_millis(THREADED_WAIT_MS);
@@ -549,7 +563,14 @@ impl<'a> Run<'a> {
         let Some(&head) = ids.first() else {
             return Err(format!("{at}: expected {verdict:?}, got an empty batch"));
         };
-        let start = self.parts(head).sequence;
+        let p = self.parts(head);
+        if (p.timestamp, p.clock_id, p.node) != (tick, clock_id, self.s.config.node_id) {
+            return Err(format!(
+                "{at}: expected {verdict:?}, got {}",
+                show_ids(self, &ids)
+            ));
+        }
+        let start = p.sequence;
         let first = match first.or(model.fresh_start()) {
             Some(first) => first,
             None => {

@@ -295,12 +295,16 @@ impl Model {
         // is no next tick; taken as the time until the clock passes the end
         // (after which every call is `Expired`), since `Expired` is only
         // for "the clock ... past the last instant".
-        let retry_after = Duration::from_millis(if next > r.last_tick {
-            r.last_ms() + 1 - now_ms
-        } else {
-            r.unix_ms(next - r.lead) - now_ms
-        });
-        let exhausted = GenerateError::SequenceExhausted { retry_after };
+        let exhausted = || {
+            let until = if next > r.last_tick {
+                r.last_ms() + 1
+            } else {
+                r.unix_ms(next - r.lead)
+            };
+            GenerateError::SequenceExhausted {
+                retry_after: Duration::from_millis(until - now_ms),
+            }
+        };
         match r.on_exhausted {
             // "Move to the next clock id within the same tick instead of
             // waiting ... it only moves up to higher clock ids ... once none
@@ -323,9 +327,9 @@ impl Model {
                 }
             }
             // "Report `SequenceExhausted` instead of waiting".
-            OnExhausted::Error => Verdict::Report(exhausted),
+            OnExhausted::Error => Verdict::Report(exhausted()),
             // `Wait`: "Wait until the clock reaches the next tick".
-            _ => Verdict::Stall(exhausted),
+            _ => Verdict::Stall(exhausted()),
         }
     }
 
