@@ -41,6 +41,8 @@ mod keeper;
 mod etcd;
 #[cfg(test)]
 pub(crate) mod memory;
+#[cfg(all(test, not(flakeid_loom)))]
+mod fleet_sim;
 #[cfg(feature = "redis")]
 mod redis;
 
