@@ -251,6 +251,15 @@ pub enum BuildError {
         /// The sequence values in one tick.
         capacity: u64,
     },
+    /// [`Persist::window`](crate::Persist::window) is longer than the
+    /// longest window, one hour: a crash forfeits up to a window of
+    /// timestamps, and a restart may wait that long.
+    WindowTooLong {
+        /// The window given.
+        window: Duration,
+        /// The longest accepted.
+        max: Duration,
+    },
     /// The saved state could not be read, checked or written (see
     /// [`Persist`](crate::Persist)); no ID was issued.
     State(StateError),
@@ -277,6 +286,10 @@ impl fmt::Display for BuildError {
             BuildError::RandomStartOutOfRange { bound, capacity } => write!(
                 f,
                 "random sequence start bound {bound} is out of range (1..={capacity})"
+            ),
+            BuildError::WindowTooLong { window, max } => write!(
+                f,
+                "the persistence window of {window:?} is longer than the longest, {max:?}"
             ),
             BuildError::State(e) => e.fmt(f),
             BuildError::Lease(e) => e.fmt(f),
@@ -566,6 +579,50 @@ pub enum StateError {
         /// The widest supported.
         max: u32,
     },
+    /// A saved mark lies past the layout's last timestamp: no generator
+    /// could have issued there, and none could start after it.
+    MarkPastEnd {
+        /// The clock id whose mark it is.
+        clock_id: u64,
+        /// The mark, a timestamp-field value as in the state's `mark` line.
+        mark: u64,
+        /// The layout's last timestamp-field value.
+        last: u64,
+    },
+    /// A saved mark lies further ahead of the clock than a restart accepts:
+    /// one day plus the `OnExhausted::Borrow` allowance (see
+    /// [`Persist`](crate::Persist)). Either the clock is far behind (fix it)
+    /// or the state is not to be trusted (override it with
+    /// [`InvalidState::Replace`](crate::InvalidState::Replace)).
+    MarkAhead {
+        /// The clock id whose mark it is.
+        clock_id: u64,
+        /// The mark, a timestamp-field value as in the state's `mark` line.
+        mark: u64,
+        /// The highest mark accepted with the clock where it is now.
+        limit: u64,
+    },
+    /// The state path does not name a regular file (or a link to one): it is
+    /// empty, ends in a directory separator, or names a directory, a FIFO, a
+    /// device or a socket.
+    NotAFile {
+        /// The path as given (with `.lock` appended for the lock file).
+        path: String,
+        /// What it names instead, for example `a FIFO`.
+        what: String,
+    },
+    /// The saved state is larger than any state flakeid writes.
+    TooLarge {
+        /// The most a state may take, in bytes.
+        limit: u64,
+    },
+    /// The state store panicked while loading or saving. A save that
+    /// panicked counts as a failed save: the previous state stands, and the
+    /// save is retried.
+    StorePanicked {
+        /// The panic's message, if it had one.
+        message: String,
+    },
     /// Reading or writing the state failed (an unwritable directory, a full
     /// disk, ...).
     Io {
@@ -621,6 +678,35 @@ impl fmt::Display for StateError {
                 f,
                 "a {bits}-bit clock-id field is too wide to persist (at most {max} bits)"
             ),
+            StateError::MarkPastEnd {
+                clock_id,
+                mark,
+                last,
+            } => write!(
+                f,
+                "the saved mark {mark} of clock id {clock_id} is past the layout's last \
+                 timestamp {last}"
+            ),
+            StateError::MarkAhead {
+                clock_id,
+                mark,
+                limit,
+            } => write!(
+                f,
+                "the saved mark {mark} of clock id {clock_id} is too far ahead of the clock \
+                 (at most {limit} is accepted now: the clock plus one day and the borrow \
+                 allowance); fix the clock or replace the state"
+            ),
+            StateError::NotAFile { path, what } => {
+                write!(f, "the state path `{path}` is not a regular file: {what}")
+            }
+            StateError::TooLarge { limit } => write!(
+                f,
+                "the saved state is larger than {limit} bytes, more than any state takes"
+            ),
+            StateError::StorePanicked { message } => {
+                write!(f, "the state store panicked: {message}")
+            }
             StateError::Io { op, message, .. } => write!(f, "{op}: {message}"),
         }
     }
@@ -683,8 +769,9 @@ pub enum GenerateError {
     /// reservation covers, or than a leased node id's store has recorded for
     /// this holder; the reservation (or the lease's ceiling) is being extended.
     Reserving,
-    /// The reservation cannot be saved, so no ID past the saved one may be
-    /// issued. `try_next_id` reports it; `next_id` waits for storage to recover.
+    /// The reservation cannot be saved (the store returned an error or
+    /// panicked), so no ID past the saved one may be issued. `try_next_id`
+    /// (and `poll_id`) report it; `next_id` waits for storage to recover.
     Storage(StateError),
     /// The node id is leased and the lease cannot be proven valid right now
     /// (renewals failing, or no node id claimed yet). `try_next_id` reports

@@ -62,10 +62,12 @@
 //!    `max_ahead`, otherwise zero). If the clock is then stepped back, the
 //!    stored timestamp stays where it was and `OnClockBehind` decides. One
 //!    exception, by choice: restarted with persistence and
-//!    `OnExhausted::NextClock`, a generator continues in its predecessor's
-//!    last reserved tick under fresh clock ids instead of waiting for the
-//!    clock to reach it (at most one reservation window past the
-//!    predecessor's last clock reading).
+//!    `OnExhausted::NextClock`, a generator whose clock reads behind the
+//!    saved mark it starts after continues in the mark's tick under clock
+//!    ids no predecessor used there, instead of waiting for the clock to
+//!    reach it. That tick is at most one reservation window past the latest
+//!    clock reading or timestamp its predecessor had, so each quick restart
+//!    with the clock still behind can add up to a window.
 //! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids,
 //!    strings and saved state are validated with typed errors
 //!    ([`LayoutError`], [`FieldError`], [`BuildError`], [`NodeIdError`],
@@ -101,8 +103,10 @@
 //!   stepped back can reissue IDs its predecessor issued: the monotonic clock
 //!   protects only within one process.
 //! - With persistence, a restart after a crash treats the whole reserved
-//!   window (1 s by default) as used: the first ID may wait for the clock to
-//!   pass it, depending on the policies.
+//!   window (1 s by default, at most an hour) as used: the first ID may wait
+//!   for the clock to pass it, depending on the policies. A saved mark more
+//!   than a day (plus the `Borrow` allowance) ahead of the clock, or past the
+//!   layout's end, fails the build instead of a wait that long.
 //!
 //! # Feature flags
 //!

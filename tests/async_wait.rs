@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use flakeid::{GenerateError, Generator, Id, Layout, ManualClock, OnClockBehind, OnExhausted};
+use flakeid::{
+    GenerateError, Generator, Id, Layout, ManualClock, OnClockBehind, OnExhausted, Persist,
+    StateError, StateStore,
+};
 
 const EPOCH: u64 = 1_600_000_000_000;
 const T: u64 = 1_700_000_000_000;
@@ -311,4 +314,55 @@ fn the_futures_can_be_spawned() {
     let generator = Generator::builder(layout(4)).build().unwrap();
     assert_send(generator.next_id_async());
     assert_send(generator.try_next_ids_async(8));
+}
+
+/// A store whose `save` panics while told to.
+struct Panicking(Arc<std::sync::atomic::AtomicBool>);
+
+impl StateStore for Panicking {
+    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(None)
+    }
+
+    fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
+        assert!(
+            !self.0.load(std::sync::atomic::Ordering::SeqCst),
+            "injected store panic"
+        );
+        Ok(())
+    }
+}
+
+/// A store whose save panics is a storage failure: the async calls report
+/// it (`try_`) or wait for the store to recover, as the blocking ones do,
+/// instead of waiting for a writer thread that died.
+#[test]
+fn a_store_whose_save_panics_is_reported_or_waited_out() {
+    within(Duration::from_secs(60), || {
+        let panic = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clock = ManualClock::new(T);
+        let generator = Generator::builder(layout(12))
+            .clock(clock.clone())
+            .persist(Persist::store(Panicking(panic.clone())).window(Duration::from_millis(5)))
+            .build()
+            .unwrap();
+        generator.next_id();
+        panic.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Past the saved window: the next ID needs a save, which panics.
+        clock.advance(Duration::from_secs(1));
+        current_thread().block_on(async {
+            assert!(matches!(
+                generator.try_next_id_async().await,
+                Err(GenerateError::Storage(StateError::StorePanicked { .. }))
+            ));
+            let recover = async {
+                panic.store(false, std::sync::atomic::Ordering::SeqCst);
+            };
+            let (id, ()) = tokio::join!(generator.next_id_async(), recover);
+            assert_eq!(
+                generator.layout().decode(id).unwrap().timestamp(),
+                T + 1_000 - EPOCH
+            );
+        });
+    });
 }

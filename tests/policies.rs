@@ -456,3 +456,47 @@ fn past_the_layouts_end_it_reports_expired_and_never_wraps() {
         );
     }
 }
+
+/// `Expired` means the clock is past the layout's end. A state in the last
+/// tick ahead of the clock (borrowed, or a restart's mark) waits for the
+/// clock like any used-up tick, and expires only when the clock passes the end.
+#[test]
+fn in_the_last_tick_ahead_of_the_clock_it_waits_and_expires_only_at_the_end() {
+    let short = Layout::builder()
+        .epoch_ms(EPOCH)
+        .timestamp_bits(20)
+        .sequence(1)
+        .build()
+        .unwrap();
+    let end = short.last_ms();
+    for (name, g, clock) in both(|c| {
+        Generator::builder(short.clone())
+            .clock(c.clone())
+            .on_exhausted(OnExhausted::Borrow { max_ahead: ms(10) })
+    }) {
+        clock.set_ms(end - 5);
+        // Borrowing runs the timestamp to the layout's last tick, ahead of the clock.
+        let mut last = g.next_id();
+        while let Ok(id) = g.poll_id() {
+            last = id;
+        }
+        assert_eq!(parts(&*g, last).0, end, "{name}");
+        assert_eq!(
+            g.poll_id(),
+            Err(GenerateError::SequenceExhausted { retry_after: ms(6) }),
+            "{name}: the clock is not past the end"
+        );
+        clock.set_ms(end);
+        assert_eq!(
+            g.poll_id(),
+            Err(GenerateError::SequenceExhausted { retry_after: ms(1) }),
+            "{name}"
+        );
+        clock.advance(ms(1));
+        assert_eq!(
+            g.poll_id(),
+            Err(GenerateError::Expired { last_ms: end }),
+            "{name}"
+        );
+    }
+}

@@ -726,3 +726,422 @@ fn persistence_needs_a_clock_id_field_for_the_next_clock_id_rule() {
     );
     assert!(!dir.file().exists(), "nothing was written");
 }
+
+// ---------------------------------------------------------------------------
+// Edges (issue 12): marks and windows out of range, quick restarts under
+// `OnExhausted::NextClock`, a panicking store, state paths that are not files.
+
+/// CRC-32 (IEEE), as the state format uses, to forge states with chosen marks.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                0xedb8_8320 ^ (crc >> 1)
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Rewrites the state at `path` (written by a generator, so its `generator`
+/// line is right) with the clock id `clock` and the given marks.
+fn forge(path: &Path, clock: u64, marks: &[(u64, u64)]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut body: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    body.push_str(&format!("clock {clock}\n"));
+    for (c, t) in marks {
+        body.push_str(&format!("mark {c} {t}\n"));
+    }
+    let crc = crc32(body.as_bytes());
+    std::fs::write(path, format!("{body}crc32 {crc:08x}\n")).unwrap();
+}
+
+/// The tick of a Unix time on `layout()` (epoch 2020-09-13).
+const YEAR_2200_MS: u64 = 7_258_118_400_000;
+
+#[test]
+fn a_mark_past_the_layouts_end_or_far_ahead_of_the_clock_is_refused_at_build() {
+    let dir = TempDir::new("marks-out-of-range");
+    let clock = ManualClock::new(T);
+    let build = |persist: Persist| {
+        Generator::builder(layout())
+            .node_id(7)
+            .clock(clock.clone())
+            .persist(persist)
+            .build()
+    };
+    drop(build(Persist::file(dir.file())).unwrap());
+    let last = layout().timestamp_at(layout().last_ms()).unwrap();
+    let day = 24 * 3_600_000;
+    for (mark, past_end) in [
+        (u64::MAX, true),
+        (tick(YEAR_2200_MS), true),
+        (last + 1, true),
+        (tick(T) + day + 1, false),
+        (tick(T) + 2 * day, false),
+    ] {
+        forge(&dir.file(), 0, &[(0, mark)]);
+        let err = build(Persist::file(dir.file())).unwrap_err();
+        let expected = if past_end {
+            StateError::MarkPastEnd {
+                clock_id: 0,
+                mark,
+                last,
+            }
+        } else {
+            StateError::MarkAhead {
+                clock_id: 0,
+                mark,
+                limit: tick(T) + day,
+            }
+        };
+        assert_eq!(err, BuildError::State(expected), "mark {mark}");
+        assert!(err.to_string().contains(&mark.to_string()), "{err}");
+        // The operator's override still works.
+        let g = build(
+            Persist::file(dir.file()).on_invalid_state(InvalidState::Replace {
+                issued_until_ms: T - 1,
+            }),
+        )
+        .unwrap();
+        assert_eq!(ts(g.layout(), g.try_next_id().unwrap()), tick(T));
+    }
+    // A legitimately reserved window ahead of the clock (the longest window,
+    // an hour, after the clock was set back most of a day) is accepted: the
+    // generator starts after it.
+    for ahead in [1_000, 3_600_000, day] {
+        forge(&dir.file(), 0, &[(0, tick(T) + ahead)]);
+        let g = build(Persist::file(dir.file())).unwrap();
+        assert!(matches!(
+            g.poll_id(),
+            Err(GenerateError::SequenceExhausted { .. })
+        ));
+    }
+}
+
+#[test]
+fn a_window_too_long_to_be_safe_is_refused_at_build() {
+    let dir = TempDir::new("window");
+    let ten_ms = Layout::builder()
+        .epoch_ms(EPOCH)
+        .unit_ms(10)
+        .timestamp_bits(41)
+        .node("worker", 10)
+        .sequence(12)
+        .build()
+        .unwrap();
+    let hour = Duration::from_secs(3600);
+    for layout in [layout(), ten_ms] {
+        for window in [Duration::MAX, hour + Duration::from_millis(1)] {
+            let err = Generator::builder(layout.clone())
+                .clock(ManualClock::new(T))
+                .persist(Persist::file(dir.file()).window(window))
+                .build()
+                .unwrap_err();
+            assert_eq!(err, BuildError::WindowTooLong { window, max: hour });
+            assert!(!dir.file().exists(), "nothing was written");
+        }
+        // The longest window is accepted, and reserves exactly that far.
+        let g = Generator::builder(layout.clone())
+            .clock(ManualClock::new(T))
+            .persist(Persist::file(dir.file()).window(hour))
+            .build()
+            .unwrap();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        assert_eq!(
+            file_marks(&dir.file()),
+            [(0, now_tick + 3_600_000 / layout.unit_ms())]
+        );
+        drop(g);
+        std::fs::remove_file(dir.file()).unwrap();
+    }
+}
+
+/// The reproduction of issue 12 item 2: the library wrote a mark it could
+/// not restart from. A window of `Duration::MAX`, one ID, a crash.
+#[test]
+fn a_crash_with_the_longest_window_leaves_a_state_a_restart_can_use() {
+    let dir = TempDir::new("window-crash");
+    let clock = ManualClock::new(T);
+    let build = |window| {
+        Generator::builder(layout())
+            .node_id(7)
+            .clock(clock.clone())
+            .persist(Persist::file(dir.file()).window(window))
+            .build()
+    };
+    assert!(matches!(
+        build(Duration::MAX),
+        Err(BuildError::WindowTooLong { .. })
+    ));
+    let g = build(Duration::from_secs(3600)).unwrap();
+    let first = g.next_id();
+    let image = std::fs::read(dir.file()).unwrap();
+    drop(g);
+    std::fs::write(dir.file(), image).unwrap();
+    let g = build(Duration::from_secs(1)).unwrap();
+    // Behind the mark: wait (not Expired), and issue once the clock passes it.
+    assert!(matches!(
+        g.poll_id(),
+        Err(GenerateError::SequenceExhausted { .. })
+    ));
+    clock.advance(Duration::from_secs(3601));
+    let id = g.try_next_id().unwrap();
+    assert!(id > first);
+}
+
+/// 41 ms + 4-bit clock id + 8 machine + 10 sequence: sixteen clock ids.
+fn sixteen_clocks() -> Layout {
+    Layout::builder()
+        .epoch_ms(EPOCH)
+        .timestamp_bits(41)
+        .clock_id(4)
+        .node("machine", 8)
+        .sequence(10)
+        .build()
+        .unwrap()
+}
+
+/// Polls until the reservation an ID needs has been saved.
+fn poll_saved(g: &Generator<ManualClock>, n: usize) -> Result<Vec<Id>, GenerateError> {
+    loop {
+        match g.poll_ids(n) {
+            Err(GenerateError::Reserving) => std::thread::yield_now(),
+            other => return other.map(Iterator::collect),
+        }
+    }
+}
+
+/// Under `OnExhausted::NextClock`, each restart with the clock behind the
+/// saved mark continues in the mark's tick under a clock id no predecessor
+/// used there, at once, as long as one is left.
+#[test]
+fn quick_restarts_under_next_clock_each_issue_at_once_while_a_clock_id_is_free() {
+    let dir = TempDir::new("quick-next-clock");
+    let clock = ManualClock::new(T);
+    let build = || {
+        Generator::builder(sixteen_clocks())
+            .node_id(3)
+            .clock(clock.clone())
+            .on_exhausted(OnExhausted::NextClock)
+            .persist(Persist::file(dir.file()).window(Duration::from_secs(1)))
+            .build()
+            .unwrap()
+    };
+    let crash = |g: Generator<ManualClock>| {
+        let image = std::fs::read(dir.file()).unwrap();
+        drop(g);
+        std::fs::write(dir.file(), image).unwrap();
+    };
+    let g = build();
+    let mut all = poll_saved(&g, 10).unwrap();
+    crash(g);
+    let reserved = file_marks(&dir.file())[0].1;
+    assert_eq!(reserved, tick(T) + 1000);
+    // Fifteen quick restarts, the clock a little further back each time.
+    for restart in 1..16 {
+        clock.set_ms(T - 4_700 - 100 * restart);
+        let g = build();
+        let ids = poll_saved(&g, 10).unwrap_or_else(|e| panic!("restart {restart}: {e}"));
+        let d = g.layout().decode(ids[0]).unwrap();
+        // In the predecessor's reserved tick: the lead is bounded by it.
+        assert_eq!((d.timestamp(), d.clock_id()), (reserved, restart));
+        all.extend(ids);
+        crash(g);
+    }
+    // Every clock id has been used in that tick: now it waits for the clock.
+    let g = build();
+    assert!(matches!(
+        g.poll_id(),
+        Err(GenerateError::SequenceExhausted { .. })
+    ));
+    clock.set_ms(EPOCH + reserved + 1);
+    all.push(g.next_id());
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), n, "an id was issued twice");
+}
+
+/// A store whose `save` panics while told to.
+struct Panicking {
+    panic: Arc<AtomicBool>,
+}
+
+impl StateStore for Panicking {
+    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(None)
+    }
+
+    fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
+        assert!(!self.panic.load(Ordering::SeqCst), "injected store panic");
+        Ok(())
+    }
+}
+
+#[test]
+fn a_store_whose_save_panics_is_a_storage_error_not_a_hang() {
+    let panic = Arc::new(AtomicBool::new(false));
+    let clock = ManualClock::new(T);
+    let g = Generator::builder(layout())
+        .clock(clock.clone())
+        .persist(
+            Persist::store(Panicking {
+                panic: panic.clone(),
+            })
+            .window(Duration::from_millis(5)),
+        )
+        .build()
+        .unwrap();
+    g.next_id();
+    panic.store(true, Ordering::SeqCst);
+    // Past the saved window: the next ID needs a save, which panics.
+    clock.advance(Duration::from_secs(1));
+    let err = loop {
+        match g.poll_id() {
+            Err(GenerateError::Reserving) => std::thread::yield_now(),
+            other => break other.unwrap_err(),
+        }
+    };
+    let GenerateError::Storage(StateError::StorePanicked { message }) = &err else {
+        panic!("expected a panicked store, got {err:?}");
+    };
+    assert!(message.contains("injected store panic"), "{message}");
+    assert!(matches!(
+        g.try_next_id(),
+        Err(GenerateError::Storage(StateError::StorePanicked { .. }))
+    ));
+    // next_id waits for the store to recover, as for any storage failure.
+    let id = std::thread::scope(|s| {
+        s.spawn(|| panic.store(false, Ordering::SeqCst));
+        g.next_id()
+    });
+    assert_eq!(ts(g.layout(), id), tick(T) + 1000);
+}
+
+#[test]
+fn a_store_whose_load_panics_fails_the_build() {
+    struct LoadPanics;
+    impl StateStore for LoadPanics {
+        fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+            panic!("injected load panic")
+        }
+        fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
+            Ok(())
+        }
+    }
+    let err = Generator::builder(layout())
+        .clock(ManualClock::new(T))
+        .persist(Persist::store(LoadPanics))
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, BuildError::State(StateError::StorePanicked { message }) if message.contains("injected load panic")),
+        "{err:?}"
+    );
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+}
+
+fn build_at(path: &Path) -> Result<Generator<ManualClock>, BuildError> {
+    Generator::builder(layout())
+        .clock(ManualClock::new(T))
+        .persist(Persist::file(path))
+        .build()
+}
+
+fn assert_not_a_file(result: Result<Generator<ManualClock>, BuildError>, path: &Path) {
+    match result {
+        Err(BuildError::State(StateError::NotAFile { path: p, .. })) => {
+            assert_eq!(p, path.display().to_string());
+        }
+        other => panic!("expected NotAFile for {}, got {other:?}", path.display()),
+    }
+}
+
+/// A FIFO would block the read (or the lock's open) until a writer came; a
+/// link to a device would be read without end. Both are refused, as is a
+/// directory.
+#[test]
+fn a_state_path_that_is_not_a_regular_file_is_refused() {
+    let dir = TempDir::new("not-a-file");
+    let state = dir.file();
+    mkfifo(&state);
+    assert_not_a_file(build_at(&state), &state);
+    std::fs::remove_file(&state).unwrap();
+
+    std::os::unix::fs::symlink("/dev/zero", &state).unwrap();
+    assert_not_a_file(build_at(&state), &state);
+    std::fs::remove_file(&state).unwrap();
+
+    std::fs::create_dir(&state).unwrap();
+    assert_not_a_file(build_at(&state), &state);
+    std::fs::remove_dir(&state).unwrap();
+
+    let lock = dir.0.join("node.state.lock");
+    mkfifo(&lock);
+    assert_not_a_file(build_at(&state), &lock);
+    std::fs::remove_file(&lock).unwrap();
+
+    // A stale temporary file of any kind is replaced, never written through.
+    let tmp = dir.0.join("node.state.tmp");
+    mkfifo(&tmp);
+    drop(build_at(&state).unwrap());
+    assert!(std::fs::metadata(&state).unwrap().is_file());
+    std::fs::remove_file(&state).unwrap();
+    std::os::unix::fs::symlink("/dev/null", &tmp).unwrap();
+    drop(build_at(&state).unwrap());
+    let text = std::fs::read_to_string(&state).unwrap();
+    assert!(text.starts_with("flakeid state v1\n"), "{text:?}");
+}
+
+#[test]
+fn a_state_file_larger_than_any_state_is_refused_without_reading_it_all() {
+    let dir = TempDir::new("too-large");
+    let file = std::fs::File::create(dir.file()).unwrap();
+    // Sparse: 1 GiB that takes no room on disk (reading it would).
+    file.set_len(1 << 30).unwrap();
+    match build_at(&dir.file()) {
+        Err(BuildError::State(StateError::TooLarge { limit })) => assert_eq!(limit, 64 * 1024),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_state_path_that_names_no_file_creates_nothing() {
+    let dir = TempDir::new("no-file-name");
+    let trailing = PathBuf::from(format!("{}/", dir.0.display()));
+    for path in [trailing, dir.0.join(".."), PathBuf::from("/")] {
+        assert_not_a_file(build_at(&path), &path);
+    }
+    // The empty path, run in a child whose working directory is `dir`.
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "empty_path_child", "--nocapture"])
+        .env("FLAKEID_EMPTY_PATH_CHILD", "1")
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+#[ignore = "run by a_state_path_that_names_no_file_creates_nothing in a fresh directory"]
+fn empty_path_child() {
+    if std::env::var_os("FLAKEID_EMPTY_PATH_CHILD").is_none() {
+        return;
+    }
+    assert_not_a_file(build_at(Path::new("")), Path::new(""));
+}

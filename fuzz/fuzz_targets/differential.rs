@@ -269,7 +269,12 @@ impl Model {
                     self.seq_max(),
                     "exhausted with values left"
                 );
-                let target = unix_ms((ts + 1).saturating_sub(self.lead_ticks));
+                // In the layout's last tick: until the clock passes the end.
+                let target = if ts >= self.ts_max() {
+                    unix_ms(ts + 1)
+                } else {
+                    unix_ms((ts + 1).saturating_sub(self.lead_ticks))
+                };
                 let expect = target.saturating_sub(now).max(1);
                 assert_eq!(*retry_after, Duration::from_millis(expect));
             }

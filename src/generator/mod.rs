@@ -498,6 +498,7 @@ impl<C: Clock> Builder<C> {
             config.node_id,
             self.clock_id,
             now_tick,
+            self.on_exhausted.lead(),
         )?;
         config.first_clock_id = started.clock_id;
         config.reservation = Some(started.reservation);

@@ -345,12 +345,18 @@ impl Plan {
         })
     }
 
-    /// The clock id bits after `clk_bits` for use at tick `ts`, unless that
-    /// clock id is the first one this generator used (all used: reusing one
-    /// could repeat an ID) or a predecessor may have used it at `ts` (its
-    /// saved mark, or a leased node id's floor, which covers every clock id).
+    /// The bits of the first clock id after `clk_bits` that this generator
+    /// has not used and no predecessor may have used at tick `ts`, if any.
+    ///
+    /// Clock ids are taken in order from the first one, so those from the
+    /// first to the current are used (reusing one could repeat an ID), and
+    /// the search ends where it would come back to the first. It skips clock
+    /// ids whose saved mark is at or past `ts` (they are never used later
+    /// either: taken in order, skipped ones stay behind), and looks at none
+    /// in a tick up to a leased node id's floor, which covers every clock id.
+    /// `wrap`: whether it may go past the highest clock id to the lowest.
     #[inline]
-    fn next_clock(&self, clk_bits: u64, ts: u64) -> Option<u64> {
+    fn next_clock(&self, clk_bits: u64, ts: u64, wrap: bool) -> Option<u64> {
         if self.clk_mask == 0 {
             return None;
         }
@@ -359,13 +365,18 @@ impl Plan {
         {
             return None;
         }
-        let next = (clk_bits + (1 << self.clk_shift)) & self.clk_mask;
-        if next == self.first_clock_id << self.clk_shift {
-            return None;
-        }
-        match &self.reservation {
-            Some(r) if !r.is_fresh(next >> self.clk_shift, ts) => None,
-            _ => Some(next),
+        let one = 1 << self.clk_shift;
+        let first = self.first_clock_id << self.clk_shift;
+        let mut next = clk_bits;
+        loop {
+            next = (next + one) & self.clk_mask;
+            if next == first || (!wrap && next < clk_bits) {
+                return None;
+            }
+            match &self.reservation {
+                Some(r) if !r.is_fresh(next >> self.clk_shift, ts) => {}
+                _ => return Some(next),
+            }
         }
     }
 
@@ -466,21 +477,23 @@ impl Plan {
                 // a fresh clock id, in the same tick would issue a smaller ID.
                 let clk_bits = cur & self.clk_mask;
                 let switched = self.fence.as_ref().is_some_and(|f| ts <= f.switched());
-                if let Some(next) = self
-                    .next_clock(clk_bits, ts)
-                    .filter(|&next| next > clk_bits && !switched)
-                {
+                if !switched && let Some(next) = self.next_clock(clk_bits, ts, false) {
                     let kept = (cur & self.node_mask) | next;
                     return self.enter_tick(ts, kept, n, Event::Bumped { behind: false });
                 }
             }
             _ => {}
         }
-        if ts >= self.ts_max {
-            return Err(Stall::Expired);
-        }
-        // The clock must reach the tick after `ts`, less what may be borrowed.
-        let target = self.unix_ms((ts + 1).saturating_sub(self.lead_ticks));
+        // The clock must reach the tick after `ts`, less what may be
+        // borrowed. After the layout's last tick there is none: the clock
+        // passing the end expires the generator ([`Plan::advance`]), and not
+        // before, even when the state reached the last tick ahead of the
+        // clock (borrowed, or a restart's saved mark).
+        let target = if ts >= self.ts_max {
+            self.unix_ms(self.ts_max.saturating_add(1))
+        } else {
+            self.unix_ms((ts + 1).saturating_sub(self.lead_ticks))
+        };
         Err(Stall::Exhausted {
             retry_ms: target.saturating_sub(now_ms).max(1),
         })
@@ -502,7 +515,7 @@ impl Plan {
             }),
             OnClockBehind::NextClock => {
                 let now = self.ticks(now_ms);
-                match self.next_clock(cur & self.clk_mask, now) {
+                match self.next_clock(cur & self.clk_mask, now, true) {
                     Some(next) => {
                         let kept = (cur & self.node_mask) | next;
                         self.enter_tick(now, kept, n, Event::Bumped { behind: true })
@@ -754,8 +767,9 @@ mod tests {
         let mut s = p.initial_state();
         one(&p, &mut s, 7).unwrap();
         one(&p, &mut s, 7).unwrap();
-        // Tick 7 is the last; its sequence is used up, and no wait can help.
-        assert_eq!(one(&p, &mut s, 7), Err(Stall::Expired));
+        // Tick 7 is the last; its sequence is used up: wait for the clock
+        // to pass the end, which expires it.
+        assert_eq!(one(&p, &mut s, 7), Err(Stall::Exhausted { retry_ms: 1 }));
         assert_eq!(one(&p, &mut s, 8), Err(Stall::Expired));
     }
 

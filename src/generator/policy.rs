@@ -39,11 +39,13 @@ pub enum OnExhausted {
     /// Move to the next clock id within the same tick instead of waiting (the
     /// multi-clock scheme). Needs a clock-id field above the sequence field.
     /// Each clock id is used at most once in a generator's life, and it only
-    /// moves up to higher clock ids, so IDs keep increasing; once none is
-    /// left above the current one, the generator waits as with
-    /// [`Wait`](OnExhausted::Wait). It waits too in a tick a previous holder
-    /// of a leased node id may have used (up to the lease's floor), where
-    /// every clock id may be taken.
+    /// moves up to higher clock ids, so IDs keep increasing. With
+    /// [persistence](crate::Persist) it skips the clock ids a predecessor may
+    /// have used in the tick (their saved mark is at or past it): it moves to
+    /// the lowest clock id above the current one that is free in the tick.
+    /// It waits as with [`Wait`](OnExhausted::Wait) exactly when none is
+    /// left, and in a tick a previous holder of a leased node id may have
+    /// used (up to the lease's floor), where every clock id may be taken.
     NextClock,
 }
 
@@ -102,9 +104,11 @@ pub enum OnClockBehind {
     /// scheme). IDs stay unique because the new clock id was never used with
     /// those times; they are **not** ordered across the step, since the ID after
     /// it carries an earlier time. Each clock id is used at most once in a
-    /// generator's life; once all are used, or when the clock reads a tick a
-    /// previous holder of a leased node id may have used (up to the lease's
-    /// floor), the generator continues on the last timestamp as with
+    /// generator's life, in order (with [persistence](crate::Persist),
+    /// skipping those a predecessor may have used at the clock's time); once
+    /// none is left, or when the clock reads a tick a previous holder of a
+    /// leased node id may have used (up to the lease's floor), the generator
+    /// continues on the last timestamp as with
     /// [`Continue`](OnClockBehind::Continue).
     NextClock,
 }

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! `mark C T`: no ID with clock id `C` and a timestamp field above `T` was
-//! issued. `clock C`: the clock id in use when the state was written. The
-//! checksum covers every byte before the `crc32` line.
+//! issued. `clock C`: the clock id in use when the state was written (that
+//! of the latest tick the generator entered; a save that reserves a tick on
+//! another clock id comes before the generator moves there). The checksum
+//! covers every byte before the `crc32` line.
 
 use crate::error::StateError;
 use crate::layout::Layout;
@@ -74,6 +76,12 @@ impl SavedState {
         };
         if bytes.is_empty() {
             return Err(StateError::Truncated);
+        }
+        // From a store other than the file store, which reads no more.
+        if bytes.len() as u64 > super::MAX_STATE_BYTES {
+            return Err(StateError::TooLarge {
+                limit: super::MAX_STATE_BYTES,
+            });
         }
         // The version comes first, so a newer format is reported as such
         // rather than as damage.

@@ -11,7 +11,9 @@
 mod file;
 mod format;
 
+use std::any::Any;
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
@@ -27,11 +29,31 @@ use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
 /// The widest clock-id field whose marks are kept (one per clock id).
 const MAX_CLOCK_ID_BITS: u32 = 10;
 
+/// The largest state accepted, in bytes. A state with a mark for each of the
+/// 1,024 clock ids of the widest clock-id field takes under 32 KiB.
+pub(crate) const MAX_STATE_BYTES: u64 = 64 * 1024;
+
+/// The longest [`Persist::window`]: a crash forfeits up to one window of
+/// timestamps, and a restart may have to wait that long for the clock.
+const MAX_WINDOW: Duration = Duration::from_secs(3600);
+
+/// How far ahead of the clock (beyond the `Borrow` allowance) a saved mark is
+/// believed at build. A mark is legitimately ahead by the reserved window (at
+/// most an hour) plus however far the clock was set back since it was saved;
+/// a day covers a wrong time zone or a date off by one. Further ahead, the
+/// clock or the state is wrong, and starting after the mark would wait that
+/// long: the build refuses instead ([`StateError::MarkAhead`]).
+const MAX_MARK_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
 /// Where a generator keeps its saved state. [`FileStore`] is the default; put
 /// it elsewhere (a database row, a replicated key) by implementing this.
 ///
 /// `save` must be durable when it returns `Ok`: the generator relies on a
-/// saved mark surviving a crash of the process and of the machine.
+/// saved mark surviving a crash of the process and of the machine. A `save`
+/// that panics counts as one that failed ([`StateError::StorePanicked`]): the
+/// generator retries it, and meanwhile issues nothing past the previous mark.
+/// A `load` that panics fails the build the same way. (Not with
+/// `panic = "abort"`, where a panic ends the process.)
 ///
 /// ```
 /// use flakeid::{StateError, StateStore};
@@ -76,10 +98,14 @@ pub trait StateStore: Send + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum RestartRule {
-    /// Continue with the clock id in use when the state was last saved, after
-    /// its saved mark. If the clock reads behind the mark, the
+    /// Continue with the clock id in use when the state was last saved (that
+    /// of the latest tick the generator entered), after its saved mark. If
+    /// the clock reads behind the mark, the
     /// [`OnClockBehind`](crate::OnClockBehind) policy applies as it would to a
-    /// clock stepping back.
+    /// clock stepping back; under [`OnExhausted::NextClock`](crate::OnExhausted::NextClock)
+    /// the generator then issues at once in the mark's tick under the lowest
+    /// clock id above it that no predecessor used there, and waits for the
+    /// clock only when none is left.
     #[default]
     HighWaterMark,
     /// The multi-clock scheme: move to the next clock id at every start and
@@ -108,6 +134,15 @@ pub enum InvalidState {
 
 /// Turns on restart safety for a generator; see
 /// [`Builder::persist`](crate::Builder::persist).
+///
+/// Building checks the saved state before any ID is issued: besides damage
+/// and foreign states, it refuses a mark past the layout's last timestamp
+/// ([`StateError::MarkPastEnd`]) and a mark more than one day plus the
+/// `OnExhausted::Borrow` allowance ahead of the clock
+/// ([`StateError::MarkAhead`]): a generator started after such a mark could
+/// issue nothing until the clock reached it. A legitimately reserved window
+/// (at most an hour) ahead of a clock set back by most of a day passes.
+/// [`InvalidState::Replace`] overrides both.
 ///
 /// ```
 /// use flakeid::{Generator, Layout, Persist};
@@ -173,10 +208,11 @@ impl Persist {
     }
 
     /// How far ahead of the timestamps in use the mark is saved (default 1 s,
-    /// at least one tick). The writer saves about twice per window while IDs
-    /// are being made, and not at all while none are. After a crash, a restart
-    /// within the window starts after the saved mark, which may be up to one
-    /// window ahead of the clock.
+    /// at least one tick, at most one hour: building fails with
+    /// [`BuildError::WindowTooLong`] past that). The writer saves about twice
+    /// per window while IDs are being made, and not at all while none are.
+    /// After a crash, a restart within the window starts after the saved
+    /// mark, which may be up to one window ahead of the clock.
     pub fn window(mut self, window: Duration) -> Self {
         self.window = window;
         self
@@ -241,6 +277,8 @@ pub(crate) struct Reservation {
     latest: AtomicU64,
     active: AtomicU64,
     window: u64,
+    /// The layout's last timestamp: the highest mark ever needed.
+    last: u64,
     failing: AtomicBool,
     /// The last save error; read only while `failing`.
     error: Mutex<Option<StateError>>,
@@ -301,7 +339,8 @@ impl Reservation {
         }
     }
 
-    /// The new marks a save should make, or `None` if none is due.
+    /// The new marks a save should make, or `None` if none is due. Marks
+    /// stop at the layout's last timestamp: no ID needs more.
     fn due(&self) -> Option<Vec<(usize, u64)>> {
         let mut changes = Vec::new();
         for (c, (wanted, ceiling)) in self.wanted.iter().zip(self.ceilings.iter()).enumerate() {
@@ -310,15 +349,17 @@ impl Reservation {
                 ceiling.load(Ordering::Relaxed),
             );
             if w > ceil {
-                changes.push((c, w.saturating_add(self.window)));
+                changes.push((c, w.saturating_add(self.window).min(self.last)));
             }
         }
         let active = self.active.load(Ordering::Relaxed) as usize;
         let latest = self.latest.load(Ordering::Relaxed);
         if let Some(ceiling) = self.ceilings.get(active) {
-            // Ahead of use: renew once half the window is consumed.
-            if latest.saturating_add(self.window / 2) >= ceiling.load(Ordering::Relaxed) {
-                let mark = latest.saturating_add(self.window);
+            // Ahead of use: renew once half the window is consumed (unless
+            // the mark already stands at the layout's end).
+            let ceiling = ceiling.load(Ordering::Relaxed);
+            let mark = latest.saturating_add(self.window).min(self.last);
+            if latest.saturating_add(self.window / 2) >= ceiling && mark > ceiling {
                 match changes.iter_mut().find(|(c, _)| *c == active) {
                     Some((_, m)) => *m = (*m).max(mark),
                     None => changes.push((active, mark)),
@@ -383,7 +424,14 @@ pub(crate) fn start(
     node_id: u64,
     configured_clock_id: u64,
     now_tick: u64,
+    lead: Duration,
 ) -> Result<Started, BuildError> {
+    if persist.window > MAX_WINDOW {
+        return Err(BuildError::WindowTooLong {
+            window: persist.window,
+            max: MAX_WINDOW,
+        });
+    }
     let clock_bits = layout.clock_id_bits();
     if clock_bits > MAX_CLOCK_ID_BITS {
         return Err(StateError::ClockIdTooWide {
@@ -399,19 +447,29 @@ pub(crate) fn start(
     }
     let clocks = 1usize << clock_bits;
     let generator = format::describe(layout, node_id);
+    let unit = layout.unit_ms();
+    let last = layout.timestamp_field().max();
+    let ticks = |d: Duration| u64::try_from(d.as_millis() / u128::from(unit)).unwrap_or(u64::MAX);
+    let limits = Limits {
+        last,
+        ahead: now_tick.saturating_add(ticks(MAX_MARK_AHEAD.saturating_add(lead))),
+    };
     let mut store = persist.open()?;
-    let saved = match store.load()? {
+    let saved = match guarded(|| store.load())? {
         None => None,
-        Some(bytes) => match check(&bytes, &generator, clocks) {
+        Some(bytes) => match check(&bytes, &generator, clocks, &limits) {
             Ok(saved) => Some(saved),
             Err(e) => match persist.on_invalid {
                 InvalidState::Refuse => return Err(e.into()),
                 InvalidState::Replace { issued_until_ms } => {
                     let tick = layout.timestamp_at_clamped(issued_until_ms);
+                    let marks: Vec<(u64, u64)> = (0..clocks as u64).map(|c| (c, tick)).collect();
+                    // The operator's word is held to the same limits.
+                    limits.check(&marks)?;
                     Some(SavedState {
                         generator: generator.clone(),
                         clock_id: configured_clock_id,
-                        marks: (0..clocks as u64).map(|c| (c, tick)).collect(),
+                        marks,
                     })
                 }
             },
@@ -428,9 +486,8 @@ pub(crate) fn start(
         (Some(s), RestartRule::HighWaterMark) => s.clock_id,
         (Some(s), RestartRule::NextClockId) => (s.clock_id + 1) & mask(clock_bits),
     };
-    let unit = layout.unit_ms();
-    let window_ms = u64::try_from(persist.window.as_millis()).unwrap_or(u64::MAX);
-    let window = window_ms.div_ceil(unit).max(1);
+    // At most an hour (checked above), so no product below overflows.
+    let window = (persist.window.as_millis() as u64).div_ceil(unit).max(1);
 
     // The first reservation, saved before the generator exists: a store that
     // cannot be written fails the build, not a later call. It covers one
@@ -439,7 +496,9 @@ pub(crate) fn start(
     // needs a tick past it: otherwise every restart of a crash loop would push
     // the mark another window ahead of the clock, even if it issued nothing.
     let floor = floors[clock_id as usize];
-    let first_mark = floor.max(now_tick.saturating_add(window));
+    // No mark past the layout's end: no ID can need it, and a restart would
+    // refuse it.
+    let first_mark = floor.max(now_tick.saturating_add(window).min(last));
     let mut marks = floors.clone();
     marks[clock_id as usize] = first_mark;
     let mut template = SavedState {
@@ -448,7 +507,7 @@ pub(crate) fn start(
         marks: Vec::new(),
     };
     template.marks = nonzero(&marks);
-    store.save(&template.encode())?;
+    guarded(|| store.save(&template.encode()))?;
 
     let reservation = Arc::new(Reservation {
         ceilings: marks.iter().map(|&m| AtomicU64::new(m)).collect(),
@@ -459,6 +518,7 @@ pub(crate) fn start(
         latest: AtomicU64::new(now_tick),
         active: AtomicU64::new(clock_id),
         window,
+        last,
         failing: AtomicBool::new(false),
         error: Mutex::new(None),
         writer: OnceLock::new(),
@@ -488,8 +548,14 @@ pub(crate) fn start(
     })
 }
 
-/// Decodes a saved state and checks it belongs to this generator.
-fn check(bytes: &[u8], generator: &str, clocks: usize) -> Result<SavedState, StateError> {
+/// Decodes a saved state and checks it belongs to this generator and that a
+/// generator can start after its marks.
+fn check(
+    bytes: &[u8],
+    generator: &str,
+    clocks: usize,
+    limits: &Limits,
+) -> Result<SavedState, StateError> {
     let saved = SavedState::decode(bytes)?;
     if saved.generator != generator {
         return Err(StateError::Mismatch {
@@ -501,7 +567,59 @@ fn check(bytes: &[u8], generator: &str, clocks: usize) -> Result<SavedState, Sta
             reason: "a clock id is out of the layout's range".into(),
         });
     }
+    limits.check(&saved.marks)?;
     Ok(saved)
+}
+
+/// The highest marks a generator starts after.
+struct Limits {
+    /// The layout's last timestamp.
+    last: u64,
+    /// The clock's tick plus [`MAX_MARK_AHEAD`] and the `Borrow` allowance.
+    ahead: u64,
+}
+
+impl Limits {
+    fn check(&self, marks: &[(u64, u64)]) -> Result<(), StateError> {
+        for &(clock_id, mark) in marks {
+            if mark > self.last {
+                return Err(StateError::MarkPastEnd {
+                    clock_id,
+                    mark,
+                    last: self.last,
+                });
+            }
+            if mark > self.ahead {
+                return Err(StateError::MarkAhead {
+                    clock_id,
+                    mark,
+                    limit: self.ahead,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a call into the store, turning a panic into an error: a panic must
+/// not end the writer thread, which would leave callers waiting for saves
+/// that never come.
+fn guarded<T>(call: impl FnOnce() -> Result<T, StateError>) -> Result<T, StateError> {
+    panic::catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|payload| {
+        Err(StateError::StorePanicked {
+            message: panic_message(&*payload),
+        })
+    })
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
 }
 
 fn nonzero(marks: &[u64]) -> Vec<(u64, u64)> {
@@ -562,7 +680,9 @@ impl Writer {
     fn save(&mut self, marks: &[u64], clock_id: u64) -> Result<(), StateError> {
         self.template.marks = nonzero(marks);
         self.template.clock_id = clock_id;
-        self.store.save(&self.template.encode())
+        let state = self.template.encode();
+        let store = &mut self.store;
+        guarded(|| store.save(&state))
     }
 
     /// On a clean stop, lowers the active clock id's mark to the last
