@@ -216,9 +216,9 @@ impl FileStore {
 }
 
 impl StateStore for FileStore {
-    /// Reads at most [`MAX_STATE_BYTES`] (64 KiB) and only from a regular
-    /// file: opening a FIFO would block until a writer came, and a link to a
-    /// device could be read without end.
+    /// Reads at most 64 KiB, and only from a regular file: opening a FIFO
+    /// would block until a writer came, and a link to a device could be read
+    /// without end.
     fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
         let read_error =
             |e: &io::Error| StateError::from_io(format!("read {}", self.path.display()), e);
