@@ -23,12 +23,13 @@
 //! the reported time, as a waiting caller's clock would, and the call is
 //! made. Some blocking calls run on a thread while the clock moves, so the
 //! generator's own waiting is exercised too, and some `try_*` calls under
-//! `OnClockBehind::Wait { max }` (with `max` of 20 ms at most) wait it out
+//! `OnClockBehind::Wait { max }` (with `max` of 5 ms at most) wait it out
 //! and must then report. A call that blocks when the
 //! model says it should not shows up as a hang (a libFuzzer timeout).
 
 mod model;
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use flakeid::{
@@ -46,12 +47,16 @@ const MAX_OPS: usize = 300;
 /// wait is at most this long, so a generator that sleeps for the whole wait
 /// in real time costs little; and `try_*` under `OnClockBehind::Wait { max }`
 /// is left to wait out `max` (the clock staying behind) only up to this.
-const THREADED_WAIT_MS: u64 = 20;
+const THREADED_WAIT_MS: u64 = 5;
 
 /// Whether `Expired` is accepted where the layout's last tick is used up
 /// and the clock has not yet passed the end (the docs say `SequenceExhausted`
 /// or a wait until then): a known departure, reported, not yet decided.
 const TOLERATE_EARLY_EXPIRED: bool = true;
+
+/// At most this many calls per generator and input may wait in real time
+/// (up to [`THREADED_WAIT_MS`] each), so long inputs stay fast to run.
+const REAL_WAITS: u32 = 2;
 
 /// Which call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -349,11 +354,18 @@ struct Run<'a> {
     s: &'a Scenario,
     rules: &'a Rules,
     clock: ManualClock,
+    /// How many more calls may wait in real time ([`REAL_WAITS`]).
+    real_waits: Cell<u32>,
 }
 
 impl<'a> Run<'a> {
     fn new(s: &'a Scenario, rules: &'a Rules, clock: ManualClock) -> Run<'a> {
-        Run { s, rules, clock }
+        Run {
+            s,
+            rules,
+            clock,
+            real_waits: Cell::new(REAL_WAITS),
+        }
     }
 
     fn id(&self, state: State) -> Id {
@@ -476,6 +488,7 @@ impl<'a> Run<'a> {
                 return self.check(model, &verdict, n, now, g.take(call, batch));
             };
             self.check(model, &verdict, n, now, g.take(Call::Poll, batch))?;
+            let threaded = threaded && self.real_waits.get() > 0;
             if let (true, Call::Try, OnClockBehind::Wait { max }, Verdict::Stall(behind)) =
                 (threaded, call, self.rules.on_behind, &verdict)
                 && matches!(behind, GenerateError::ClockBehind { .. })
@@ -484,6 +497,7 @@ impl<'a> Run<'a> {
                 // "Wait up to `max` for the clock to catch up, then report":
                 // the clock stays where it is, so the call reports, after
                 // `max` of real time, what it found.
+                self.real_waits.set(self.real_waits.get() - 1);
                 let reported = Verdict::Report(behind.clone());
                 return self.check(model, &reported, n, now, g.take(call, batch));
             }
@@ -500,6 +514,7 @@ impl<'a> Run<'a> {
             {
                 // The generator waits by itself; the clock moves once, so
                 // whenever its thread reads it, it reads `now` or `later`.
+                self.real_waits.set(self.real_waits.get() - 1);
                 let got = std::thread::scope(|scope| {
                     let waiter = scope.spawn(|| g.take(call, batch));
                     self.clock.advance(wait);

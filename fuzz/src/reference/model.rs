@@ -206,7 +206,8 @@ impl Model {
         }
     }
 
-    /// What a call asking for `n >= 1` IDs at clock reading `now_ms` does.
+    /// What a call for one or more IDs at clock reading `now_ms` does (how
+    /// many a batch gets is [`batch_len`](Model::batch_len)).
     pub fn decide(&self, now_ms: u64) -> Verdict {
         let r = &self.rules;
         let State { tick, clock_id, .. } = self.state;
