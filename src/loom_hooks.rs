@@ -112,3 +112,48 @@ impl Fence {
         self.mock.increment(ns);
     }
 }
+
+/// A [`StateStore`](crate::StateStore) in memory, shared by its clones, that
+/// tells the highest mark its last save holds. Its lock is std's, not
+/// loom's: loom runs one thread at a time, so what a model reads from it is
+/// what was saved before, in real time.
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    saved: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+}
+
+impl MemoryStore {
+    /// The highest mark, over every clock id, of the last save.
+    pub fn max_mark(&self) -> Option<u64> {
+        let saved = self.saved.lock().unwrap().clone()?;
+        let state = crate::persist::SavedState::decode(&saved).expect("a valid saved state");
+        state.marks.iter().map(|&(_, mark)| mark).max()
+    }
+}
+
+impl crate::StateStore for MemoryStore {
+    fn load(&mut self) -> Result<Option<Vec<u8>>, crate::StateError> {
+        Ok(self.saved.lock().unwrap().clone())
+    }
+
+    fn save(&mut self, state: &[u8]) -> Result<(), crate::StateError> {
+        *self.saved.lock().unwrap() = Some(state.to_vec());
+        Ok(())
+    }
+}
+
+/// Deliberately broken variants of the persistence writer, which the loom
+/// models must catch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistBug {
+    /// The writer publishes a new ceiling before the save that covers it.
+    PublishBeforeSave,
+    /// A generator's request records the tick but does not wake the writer.
+    RequestWithoutUnpark,
+}
+
+/// `persist` with `bug` planted in the writer it starts.
+pub fn plant_persist_bug(mut persist: crate::Persist, bug: PersistBug) -> crate::Persist {
+    persist.planted = Some(bug);
+    persist
+}

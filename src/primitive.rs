@@ -18,6 +18,22 @@ pub(crate) use loom::sync::{Mutex, MutexGuard};
 
 use std::time::Duration;
 
+/// Threads: std's, or loom's under loom. A background thread (the
+/// persistence writer) waits with `park_timeout`; under loom that is a plain
+/// park, so a lost wake-up shows up as a deadlock loom reports, not as a
+/// delay that a timeout hides.
+#[cfg(not(flakeid_loom))]
+pub(crate) use std::thread;
+
+#[cfg(flakeid_loom)]
+pub(crate) mod thread {
+    pub(crate) use loom::thread::{Builder, JoinHandle, Thread, park};
+
+    pub(crate) fn park_timeout(_timeout: std::time::Duration) {
+        park();
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning: no code path panics while holding one of
 /// our locks, and the guarded values are plain integers that are always valid.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -16,7 +16,6 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
 
 pub use file::FileStore;
@@ -24,6 +23,7 @@ pub(crate) use format::SavedState;
 
 use crate::error::{BuildError, StateError};
 use crate::layout::{Layout, mask};
+use crate::primitive::thread::{self, JoinHandle, Thread};
 use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
 
 /// The widest clock-id field whose marks are kept (one per clock id).
@@ -175,6 +175,9 @@ pub struct Persist {
     window: Duration,
     restart: RestartRule,
     on_invalid: InvalidState,
+    /// A deliberately broken variant for the loom models' teeth.
+    #[cfg(flakeid_loom)]
+    pub(crate) planted: Option<crate::loom_hooks::PersistBug>,
 }
 
 #[derive(Clone)]
@@ -204,6 +207,8 @@ impl Persist {
             window: Duration::from_secs(1),
             restart: RestartRule::default(),
             on_invalid: InvalidState::default(),
+            #[cfg(flakeid_loom)]
+            planted: None,
         }
     }
 
@@ -284,6 +289,8 @@ pub(crate) struct Reservation {
     error: Mutex<Option<StateError>>,
     writer: OnceLock<Thread>,
     stop: AtomicBool,
+    #[cfg(flakeid_loom)]
+    planted: Option<crate::loom_hooks::PersistBug>,
 }
 
 impl Reservation {
@@ -318,6 +325,11 @@ impl Reservation {
         let Some(wanted) = self.wanted.get(clock as usize) else {
             return;
         };
+        #[cfg(flakeid_loom)]
+        if self.planted == Some(crate::loom_hooks::PersistBug::RequestWithoutUnpark) {
+            wanted.fetch_max(tick, Ordering::Relaxed);
+            return;
+        }
         if wanted.fetch_max(tick, Ordering::Relaxed) < tick
             && let Some(writer) = self.writer.get()
         {
@@ -523,6 +535,8 @@ pub(crate) fn start(
         error: Mutex::new(None),
         writer: OnceLock::new(),
         stop: AtomicBool::new(false),
+        #[cfg(flakeid_loom)]
+        planted: persist.planted,
     });
     let poll = Duration::from_millis((window * unit / 4).clamp(1, 250));
     let writer = Writer {
@@ -658,6 +672,12 @@ impl Writer {
             let mut marks = self.marks.clone();
             for &(c, m) in &changes {
                 marks[c] = marks[c].max(m);
+            }
+            #[cfg(flakeid_loom)]
+            if r.planted == Some(crate::loom_hooks::PersistBug::PublishBeforeSave) {
+                for &(c, _) in &changes {
+                    r.ceilings[c].store(marks[c], Ordering::Release);
+                }
             }
             match self.save(&marks, r.active.load(Ordering::Relaxed)) {
                 Ok(()) => {
