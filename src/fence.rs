@@ -3,7 +3,9 @@
 //!
 //! A lease keeper (the `etcd` and `redis` features) opens the fence when it
 //! claims a node id and keeps pushing its deadline forward while renewals
-//! succeed. The deadline is on a monotonic clock of its own (the TSC through
+//! succeed; a renewal answered after the deadline does not, and a fence once
+//! closed (by the keeper, or by its deadline passing) reopens only for a
+//! fresh claim, under a new generation. The deadline is on a monotonic clock of its own (the TSC through
 //! `quanta`), whatever clock the generator reads, so a wall clock stepped back
 //! cannot extend a lease. Nothing has to happen for the fence to close: a
 //! generator thread compares the deadline with the time itself, so a keeper
@@ -51,8 +53,10 @@ pub(crate) struct Fence {
     /// node id (0: none). A clock-id step in that tick could issue below IDs
     /// of the same tick under the old node id, so none is taken at or below it.
     switched: AtomicU64,
-    /// The highest tick a generator was refused for want of ceiling (0: none);
-    /// the keeper raises the ceiling past it.
+    /// The highest tick a generator was refused for want of ceiling under the
+    /// current grant (0: none); the keeper raises the ceiling past it. Reset
+    /// by each fresh grant, so a tick wanted under an old node id never
+    /// raises a fresh node id's mark.
     wanted: AtomicU64,
     /// A clock rollback of this many ticks makes the generator ask for a
     /// fresh node id (0: never).
@@ -61,6 +65,9 @@ pub(crate) struct Fence {
     rotate_below: AtomicU64,
     /// ... and the node bits of the state that was behind.
     rotate_node: AtomicU64,
+    /// Free node ids the keeper's claims passed over because their marks
+    /// were too far ahead of its clock (each claim counts each it skipped).
+    skipped: AtomicU64,
     /// The keeper thread, woken by requests.
     keeper: OnceLock<Thread>,
 }
@@ -118,6 +125,7 @@ impl Fence {
             rotate_after: AtomicU64::new(0),
             rotate_below: AtomicU64::new(0),
             rotate_node: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             keeper: OnceLock::new(),
         }
     }
@@ -206,6 +214,7 @@ impl Fence {
         // Orders the odd generation before the words written below.
         atomic_fence(Ordering::Release);
         self.valid_until.store(0, Ordering::Relaxed);
+        self.wanted.store(0, Ordering::Relaxed);
         self.node_bits.store(grant.node_bits, Ordering::Relaxed);
         self.floor.store(grant.floor, Ordering::Relaxed);
         self.ceiling.store(grant.ceiling, Ordering::Relaxed);
@@ -216,17 +225,21 @@ impl Fence {
     }
 
     /// Pushes the deadline of an open fence forward after a renewal, and
-    /// raises the ceiling to what the store now records; a closed fence stays
-    /// closed (only a fresh claim reopens it).
-    pub(crate) fn extend(&self, valid_until_ns: u64, ceiling: u64) {
+    /// raises the ceiling to what the store now records; returns whether it
+    /// did. A fence that is closed, or whose deadline has passed, stays
+    /// closed: a renewal answered after the deadline changes nothing, and a
+    /// ticket taken before the deadline never confirms again. Only a fresh
+    /// claim ([`open`](Fence::open)) reopens it.
+    pub(crate) fn extend(&self, valid_until_ns: u64, ceiling: u64) -> bool {
         let extended =
             self.valid_until
                 .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
-                    (until != 0).then_some(until.max(valid_until_ns))
+                    (until != 0 && self.now_ns() < until).then_some(until.max(valid_until_ns))
                 });
         if extended.is_ok() {
             self.ceiling.fetch_max(ceiling, Ordering::Release);
         }
+        extended.is_ok()
     }
 
     /// Closes the fence: nothing more is issued until a fresh claim.
@@ -274,6 +287,16 @@ impl Fence {
         (below != 0).then(|| (self.rotate_node.load(Ordering::Relaxed), below - 1))
     }
 
+    /// Counts free node ids a claim skipped for their marks.
+    pub(crate) fn note_skipped(&self, count: u64) {
+        self.skipped.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// Free node ids the claims skipped for their marks so far.
+    pub(crate) fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
     /// Registers the thread that requests wake.
     pub(crate) fn set_keeper(&self, thread: Thread) {
         let _ = self.keeper.set(thread);
@@ -290,7 +313,7 @@ impl Fence {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool as StdBool;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     fn grant(node: u64, floor: u64) -> Grant {
         Grant {
@@ -361,8 +384,16 @@ mod tests {
     /// grant's node bits with another's floor (and issue under the new node
     /// id below its floor). Each grant here is a distinct (node, floor,
     /// rewind) triple; every grant a checker sees must be one of them.
+    ///
+    /// Counted, not timed: the writer makes a fixed number of opens and,
+    /// every few, waits until the checker has made another check, so the two
+    /// interleave however the threads are scheduled; the checker stops only
+    /// once the writer is done and it has seen an open fence (the last grant
+    /// stays open), so `seen > 0` holds on any machine.
     #[test]
     fn a_checker_never_sees_one_grants_node_with_anothers_floor() {
+        use std::sync::atomic::AtomicU64 as StdU64;
+        use std::sync::atomic::Ordering::{Acquire, Release};
         let fence = fence();
         let make = |i: u64| Grant {
             node_bits: i << 12,
@@ -370,35 +401,77 @@ mod tests {
             ceiling: i * 1000 + 7,
             rewind: i % 2 == 1,
         };
+        let opens: u64 = if cfg!(miri) { 200 } else { 200_000 };
         fence.open(make(1), u64::MAX);
-        let stop = StdBool::new(false);
+        let done = StdBool::new(false);
+        let checks = StdU64::new(0);
         let (torn, seen) = std::thread::scope(|s| {
             let checker = s.spawn(|| {
                 let (mut torn, mut seen) = (0u64, 0u64);
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                loop {
+                    // Read before checking: once done, the fence stays open.
+                    let finished = done.load(Acquire);
                     if let Some((g, _)) = fence.check() {
                         seen += 1;
                         if g != make(g.node_bits >> 12) {
                             torn += 1;
                         }
                     }
+                    checks.fetch_add(1, Release);
+                    if finished && seen > 0 {
+                        return (torn, seen);
+                    }
                 }
-                (torn, seen)
             });
-            let start = Instant::now();
-            let mut k = 0u64;
-            let run_for = Duration::from_millis(if cfg!(miri) { 20 } else { 300 });
-            while start.elapsed() < run_for {
-                for _ in 0..if cfg!(miri) { 10 } else { 1000 } {
-                    fence.open(make(1 + k % 7), u64::MAX);
-                    k += 1;
+            for k in 0..opens {
+                fence.open(make(1 + k % 7), u64::MAX);
+                if k % 16 == 0 {
+                    let before = checks.load(Acquire);
+                    while checks.load(Acquire) == before {
+                        std::thread::yield_now();
+                    }
                 }
             }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            done.store(true, Release);
             checker.join().unwrap()
         });
         assert!(seen > 0, "the checker never saw an open fence");
         assert_eq!(torn, 0, "{torn} torn grants among {seen}");
+    }
+
+    /// A renewal answered after the deadline (sent at 0.77 TTL, back after
+    /// 0.8 TTL) must not reopen the fence, nor let a ticket taken before the
+    /// deadline confirm again: only a fresh claim reopens it.
+    #[test]
+    fn a_late_renewal_does_not_reopen_an_expired_fence() {
+        let (clock, mock) = quanta::Clock::mock();
+        let fence = Fence::with_clock(clock);
+        fence.open(grant(3, 10), 800_000);
+        mock.increment(Duration::from_micros(770));
+        let (_, ticket) = fence.check().unwrap();
+        assert!(fence.confirm(ticket));
+        // The renewal was sent now; its answer comes back after the deadline.
+        let sent = fence.now_ns();
+        mock.increment(Duration::from_micros(100));
+        assert_eq!(fence.check(), None, "expired at the deadline");
+        assert!(
+            !fence.extend(sent + 800_000, 99),
+            "a late renewal is refused"
+        );
+        assert_eq!(fence.check(), None, "the late renewal did not reopen it");
+        assert!(
+            !fence.confirm(ticket),
+            "nor did the old ticket confirm again"
+        );
+        assert_eq!(fence.ceiling(), u64::MAX, "nor was the ceiling raised");
+        // A renewal answered in time still extends.
+        fence.open(grant(3, 20), fence.now_ns() + 800_000);
+        mock.increment(Duration::from_micros(300));
+        let sent = fence.now_ns();
+        mock.increment(Duration::from_micros(100));
+        assert!(fence.extend(sent + 800_000, 99));
+        mock.increment(Duration::from_micros(500));
+        assert!(fence.check().is_some(), "extended past the first deadline");
     }
 
     #[test]

@@ -58,3 +58,21 @@ fn a_store_that_stops_answering_fences_every_generator_at_the_deadline() {
     let _serial = lease_support::one_at_a_time();
     lease_support::frozen_store(&Server::start(Kind::Etcd));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn builds_uses_and_drops_inside_a_current_thread_runtime() {
+    let _serial = lease_support::one_at_a_time();
+    lease_support::inside_a_runtime(&Server::start(Kind::Etcd));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builds_uses_and_drops_inside_a_multi_thread_runtime() {
+    let _serial = lease_support::one_at_a_time();
+    lease_support::inside_a_runtime(&Server::start(Kind::Etcd));
+}
+
+#[test]
+fn marks_far_ahead_of_the_clock_are_skipped_counted_and_named() {
+    let _serial = lease_support::one_at_a_time();
+    lease_support::poisoned_marks(&Server::start(Kind::Etcd));
+}

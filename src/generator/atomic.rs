@@ -251,6 +251,35 @@ impl<C: Clock> Generator<C> {
         &self.plan.layout
     }
 
+    /// How many free node ids this generator's lease claims have passed over
+    /// because their marks were too far ahead of its clock (see
+    /// [`Lease::max_mark_ahead`](crate::Lease::max_mark_ahead)); each claim
+    /// counts each node id it skipped. 0 without a lease. A count that grows
+    /// points at node ids poisoned by a holder whose clock ran ahead: the
+    /// [`LeaseError::MarksAhead`](crate::LeaseError::MarksAhead) a claim
+    /// fails with when it skips them all names them and their marks.
+    ///
+    /// ```no_run
+    /// use flakeid::{Generator, Layout, Lease};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let generator = Generator::builder(Layout::twitter()).lease(lease).build()?;
+    /// if generator.lease_skipped_node_ids() > 0 {
+    ///     eprintln!("some node ids carry marks far ahead of this clock");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
+    pub fn lease_skipped_node_ids(&self) -> u64 {
+        self.plan.fence().map_or(0, crate::fence::Fence::skipped)
+    }
+
     /// The node id in the IDs (all node fields as one number): the
     /// configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {

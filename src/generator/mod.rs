@@ -386,7 +386,10 @@ impl<C: Clock> Builder<C> {
     /// [`GenerateError::Fenced`] otherwise, and [`Generator::next_id`] waits
     /// for a fresh claim. Dropping the generator records its last timestamp
     /// in the store and gives the node id back. Each generator built from a
-    /// clone of this builder claims a node id of its own.
+    /// clone of this builder claims a node id of its own. Building blocks
+    /// for the claim (at most the lease's connect timeout) and dropping for
+    /// the release (at most a third of the TTL), inside an async runtime as
+    /// outside one: see [`Lease`](crate::Lease#blocking-and-async-services).
     ///
     /// A leased node id replaces [`node_id`](Builder::node_id) and
     /// [`persist`](Builder::persist): the store keeps, per node id, the

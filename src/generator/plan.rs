@@ -258,6 +258,12 @@ impl Plan {
         (!moved_back).then(|| (state & self.node_mask, self.ts_of(state)))
     }
 
+    /// The lease's fence, if the node id is leased.
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    pub(crate) fn fence(&self) -> Option<&Fence> {
+        self.fence.as_deref()
+    }
+
     /// The node id bits a valid lease grants now, if the node id is leased.
     pub(crate) fn leased_node_bits(&self) -> Option<u64> {
         self.fence

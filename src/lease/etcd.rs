@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, Error, GetOptions, LeaseKeepAliveStream,
@@ -27,6 +27,8 @@ pub(crate) struct EtcdStore {
     prefix: String,
     ttl_secs: i64,
     timeout: Duration,
+    /// While set, no call runs past it.
+    deadline: Option<Instant>,
     token: String,
     /// The keep-alive stream of the lease being renewed.
     keep_alive: Option<(i64, LeaseKeeper, LeaseKeepAliveStream)>,
@@ -60,6 +62,7 @@ impl EtcdStore {
             prefix: prefix.trim_end_matches('/').to_owned(),
             ttl_secs,
             timeout: settings.connect_timeout,
+            deadline: None,
             token,
             keep_alive: None,
         })
@@ -73,38 +76,56 @@ impl EtcdStore {
         format!("{}/marks/{node}", self.prefix)
     }
 
-    /// Runs one request on the runtime, within the timeout.
+    /// How long the next call may take: the timeout, or less if the
+    /// deadline is nearer.
+    fn budget(&self) -> Duration {
+        match self.deadline {
+            Some(deadline) => self
+                .timeout
+                .min(deadline.saturating_duration_since(Instant::now())),
+            None => self.timeout,
+        }
+    }
+
+    /// Runs one request on the runtime (connecting first if needed), all
+    /// within the budget.
     fn call<T, F, Fut>(&mut self, what: &str, request: F) -> Result<T, LeaseError>
     where
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let timeout = self.timeout;
-        let client = match &self.client {
-            Some(client) => client.clone(),
-            None => {
-                let options = ConnectOptions::new()
-                    .with_connect_timeout(timeout)
-                    .with_timeout(timeout);
-                let connect = Client::connect(self.endpoints.clone(), Some(options));
-                let client = match self
-                    .runtime
-                    .block_on(async { tokio::time::timeout(timeout, connect).await })
-                {
-                    Ok(Ok(client)) => client,
-                    Ok(Err(e)) => return Err(self.error("connect", e)),
-                    Err(_) => return Err(self.timed_out("connect")),
+        let budget = self.budget();
+        if budget.is_zero() {
+            return Err(self.timed_out(what));
+        }
+        let cached = self.client.clone();
+        let endpoints = self.endpoints.clone();
+        let answer = self.runtime.block_on(async {
+            tokio::time::timeout(budget, async {
+                let client = match cached {
+                    Some(client) => client,
+                    None => {
+                        let options = ConnectOptions::new()
+                            .with_connect_timeout(budget)
+                            .with_timeout(budget);
+                        match Client::connect(endpoints, Some(options)).await {
+                            Ok(client) => client,
+                            Err(e) => return (None, Err(("connect", e))),
+                        }
+                    }
                 };
-                self.client = Some(client.clone());
-                client
+                let reply = request(client.clone()).await;
+                (Some(client), reply.map_err(|e| (what, e)))
+            })
+            .await
+        });
+        match answer {
+            Ok((client, reply)) => {
+                if client.is_some() {
+                    self.client = client;
+                }
+                reply.map_err(|(what, e)| self.error(what, e))
             }
-        };
-        match self
-            .runtime
-            .block_on(async { tokio::time::timeout(timeout, request(client)).await })
-        {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(e)) => Err(self.error(what, e)),
             Err(_) => Err(self.timed_out(what)),
         }
     }
@@ -146,15 +167,16 @@ impl EtcdStore {
     }
 
     fn revoke(&mut self, lease: i64) -> Result<(), LeaseError> {
+        self.forget(lease);
+        self.call("revoke the lease", move |mut c| async move {
+            revoke(&mut c, lease).await
+        })
+    }
+
+    /// Drops the keep-alive stream of `lease`, which is going away.
+    fn forget(&mut self, lease: i64) {
         if self.keep_alive.as_ref().is_some_and(|k| k.0 == lease) {
             self.keep_alive = None;
-        }
-        match self.call("revoke the lease", move |mut c| async move {
-            c.lease_revoke(lease).await
-        }) {
-            // Already expired: nothing to do.
-            Err(LeaseError::Refused { reason }) if reason.contains("not found") => Ok(()),
-            other => other.map(drop),
         }
     }
 
@@ -248,6 +270,28 @@ impl EtcdStore {
     }
 }
 
+/// Revokes an etcd lease; one that already expired is fine.
+async fn revoke(client: &mut Client, lease: i64) -> Result<(), Error> {
+    match client.lease_revoke(lease).await {
+        Err(Error::GRpcStatus(status)) if status.message().contains("not found") => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// etcd may grant a longer TTL than asked (it rounds up to its minimum),
+/// never a shorter one: the fence counts on the TTL asked for.
+fn check_grant(asked_secs: i64, granted_secs: i64, lease: i64) -> Result<(), LeaseError> {
+    if granted_secs < asked_secs || lease == 0 {
+        return Err(LeaseError::BadReply {
+            reason: format!(
+                "asked for a {asked_secs} s lease, got lease {lease} of {granted_secs} s \
+                 (shorter than the fence counts on)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// An index below `n`, different for each holder and attempt.
 fn pick(token: &str, attempt: u64, n: usize) -> usize {
     use std::hash::BuildHasher;
@@ -267,6 +311,10 @@ impl Store for EtcdStore {
         self.timeout = timeout;
     }
 
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
         let ttl = self.ttl_secs;
         let grant = self.call("grant a lease", move |mut c| async move {
@@ -277,15 +325,7 @@ impl Store for EtcdStore {
                 reason: format!("grant a lease: {}", grant.error()),
             });
         }
-        if grant.ttl() < ttl.min(1) || grant.id() == 0 {
-            return Err(LeaseError::BadReply {
-                reason: format!(
-                    "asked for a {ttl} s lease, got lease {} of {} s",
-                    grant.id(),
-                    grant.ttl()
-                ),
-            });
-        }
+        check_grant(ttl, grant.ttl(), grant.id())?;
         let lease = grant.id();
         let claimed = self.claim_with(lease, ask);
         if !matches!(claimed, Ok(Claimed::Node(..))) {
@@ -317,7 +357,7 @@ impl Store for EtcdStore {
                 })?;
             self.keep_alive = Some((lease, keeper, stream));
         }
-        let timeout = self.timeout;
+        let timeout = self.budget();
         let Some((_, keeper, stream)) = &mut self.keep_alive else {
             return Ok(false);
         };
@@ -370,9 +410,29 @@ impl Store for EtcdStore {
         let txn = Txn::new()
             .when([Compare::lease(node_key, CompareOp::Equal, lease)])
             .and_then(ops);
+        self.forget(lease);
+        // One call, so that both requests share its budget.
         self.call("release the node id", move |mut c| async move {
-            c.txn(txn).await
-        })?;
-        self.revoke(lease)
+            c.txn(txn).await?;
+            revoke(&mut c, lease).await
+        })
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_granted_ttl_shorter_than_asked_is_refused() {
+        assert_eq!(check_grant(3, 3, 7), Ok(()));
+        assert_eq!(check_grant(1, 2, 7), Ok(()), "rounded up to etcd's minimum");
+        for (asked, granted, lease) in [(3, 2, 7), (10, 1, 7), (2, 0, 7), (2, 2, 0)] {
+            let err = check_grant(asked, granted, lease).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("{granted} s")),
+                "{asked} s asked, {granted} s granted: {err}"
+            );
+        }
     }
 }

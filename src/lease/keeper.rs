@@ -96,10 +96,20 @@ pub(crate) enum Claimed {
     None(Skipped),
 }
 
-/// What a lease store does, as blocking calls bounded by the store's timeout.
+/// What a lease store does, as blocking calls bounded by the store's timeout
+/// (and by its deadline, while one is set).
 pub(crate) trait Store: Send + 'static {
-    /// Bounds each later call.
+    /// Bounds each later call, connecting included.
     fn set_timeout(&mut self, timeout: Duration);
+
+    /// While `Some`, every call also ends by this instant (fails as
+    /// unreachable if it cannot), so that a series of calls is bounded as a
+    /// whole: the first claim by the connect timeout, the release on drop by
+    /// the request timeout.
+    /// (A store whose calls take no real time has nothing to bound.)
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        let _ = deadline;
+    }
 
     /// Claims the lowest node id in `ask.first..=ask.last` that has no holder
     /// and that [`Ask::takes`], recording `ask.ceiling_ms` as its mark if
@@ -219,6 +229,10 @@ fn nanos(d: Duration) -> u64 {
 /// A claim the fence is open for.
 struct Held {
     claim: Claim,
+    /// The ceiling the fence was last given (the store may record a higher
+    /// one: a renewal it applied whose answer came too late or never): the
+    /// generator issued nothing after it under this claim.
+    granted_ms: u64,
     node_bits: u64,
     /// Fence nanoseconds until which the lease is proven valid.
     valid_until: u64,
@@ -240,8 +254,9 @@ pub(crate) struct Run<S> {
     fence: Arc<Fence>,
     held: Option<Held>,
     /// Claims lost or given up whose release has not reached the store yet
-    /// (etcd would keep their keys until its lease expires).
-    orphans: Vec<Claim>,
+    /// (etcd would keep their keys until its lease expires), with the mark
+    /// to leave (`None`: the one recorded).
+    orphans: Vec<(Claim, Option<u64>)>,
     next_renewal: u64,
     /// While a generator waits for a higher ceiling: no renewal before this
     /// (the last attempt failed).
@@ -336,19 +351,21 @@ impl<S: Store> Run<S> {
         }
     }
 
-    /// The first claim, retried while the server is unreachable, up to the
-    /// connect timeout (on the real clock: a build waits for a real server).
+    /// The first claim, retried while the server is unreachable, all within
+    /// the connect timeout (on the real clock: a build waits for a real
+    /// server).
     fn claim_within_connect_timeout(&mut self) -> Result<(), LeaseError> {
-        let begun = Instant::now();
         let limit = self.settings.connect_timeout;
-        loop {
-            let left = limit.saturating_sub(begun.elapsed());
-            self.store.set_timeout(left.max(Duration::from_millis(1)));
+        let deadline = Instant::now() + limit;
+        self.store.set_timeout(limit);
+        self.store.set_deadline(Some(deadline));
+        let claimed = loop {
             match self.claim_first() {
-                Ok(()) => break,
+                Ok(()) => break Ok(()),
                 Err(LeaseError::Unreachable { reason, .. }) => {
-                    if begun.elapsed() >= limit {
-                        return Err(LeaseError::Unreachable {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break Err(LeaseError::Unreachable {
                             server: self.settings.server.clone(),
                             waited: limit,
                             reason,
@@ -356,11 +373,12 @@ impl<S: Store> Run<S> {
                     }
                     thread::sleep(Duration::from_millis(50).min(left));
                 }
-                Err(e) => return Err(e),
+                Err(e) => break Err(e),
             }
-        }
+        };
+        self.store.set_deadline(None);
         self.store.set_timeout(self.settings.request_timeout());
-        Ok(())
+        claimed
     }
 
     /// One attempt at the first claim: on success the fence is open and the
@@ -398,27 +416,34 @@ impl<S: Store> Run<S> {
     fn claim(&mut self, fresh_before_ms: Option<u64>) -> Result<Held, LeaseError> {
         let s = &self.settings;
         let sent = self.fence.now_ns();
+        // A rotation rewinds the generator's timestamp to the clock: what it
+        // wanted under the old node id (ahead of the clock) is no reason to
+        // raise the fresh node id's mark. Otherwise the generator's timestamp
+        // carries on, and so may what it wanted.
+        let wanted = match fresh_before_ms {
+            Some(_) => 0,
+            None => self.fence.wanted(),
+        };
         let ask = Ask {
             first: s.first,
             last: s.last,
             fresh_before_ms,
             usable_until_ms: s.usable_until_ms(),
-            ceiling_ms: s.ceiling_ms(self.fence.wanted()),
+            ceiling_ms: s.ceiling_ms(wanted),
         };
-        let claim = match self.store.claim(&ask)? {
-            Claimed::Node(claim, skipped) => {
-                self.skipped = skipped;
-                claim
-            }
+        let claimed = self.store.claim(&ask)?;
+        let (Claimed::Node(_, skipped) | Claimed::None(skipped)) = &claimed;
+        self.fence.note_skipped(skipped.count);
+        self.skipped = skipped.clone();
+        let claim = match claimed {
+            Claimed::Node(claim, _) => claim,
             Claimed::None(skipped) if skipped.count == 0 => {
-                self.skipped = skipped;
                 return Err(LeaseError::AllHeld {
                     first: s.first,
                     last: s.last,
                 });
             }
             Claimed::None(skipped) => {
-                self.skipped = skipped.clone();
                 return Err(LeaseError::MarksAhead {
                     first: s.first,
                     last: s.last,
@@ -440,6 +465,7 @@ impl<S: Store> Run<S> {
         let held = Held {
             node_bits,
             valid_until: sent.saturating_add(s.valid_for_ns()),
+            granted_ms: claim.ceiling_ms,
             claim,
         };
         self.fence.open(
@@ -499,7 +525,7 @@ impl<S: Store> Run<S> {
                     // The fence is open for the new node id; the old one
                     // keeps its mark (our ceiling) and goes back.
                     if let Some(old) = self.held.replace(new) {
-                        self.give_back(old.claim);
+                        self.give_back(old.claim, None);
                     }
                     self.next_renewal = now.saturating_add(renew_every);
                 }
@@ -509,20 +535,32 @@ impl<S: Store> Run<S> {
         }
         if let Some(h) = &mut self.held {
             let wanted = self.fence.wanted() > self.settings.tick_of(h.claim.ceiling_ms);
-            if now >= self.next_renewal || (wanted && now >= self.retry_at) {
+            // Past the deadline a renewal could extend nothing.
+            let due = now >= self.next_renewal || (wanted && now >= self.retry_at);
+            if due && now < h.valid_until {
                 let sent = self.fence.now_ns();
                 let ceiling_ms = self
                     .settings
                     .ceiling_ms(self.fence.wanted())
                     .max(h.claim.ceiling_ms);
-                match self.store.renew(&h.claim, ceiling_ms) {
+                // The renewal's requests (etcd: the mark's transaction and
+                // the keep-alive) share one request timeout.
+                let timeout = self.settings.request_timeout();
+                self.store.set_deadline(Some(Instant::now() + timeout));
+                let renewed = self.store.renew(&h.claim, ceiling_ms);
+                self.store.set_deadline(None);
+                match renewed {
                     Ok(true) => {
                         h.claim.ceiling_ms = ceiling_ms;
-                        h.valid_until = sent.saturating_add(self.settings.valid_for_ns());
-                        self.fence
-                            .extend(h.valid_until, self.settings.tick_of(ceiling_ms));
-                        self.next_renewal = sent.saturating_add(renew_every);
-                        self.retry_at = 0;
+                        let until = sent.saturating_add(self.settings.valid_for_ns());
+                        // An answer that came after the deadline extends
+                        // nothing: the claim is given up below.
+                        if self.fence.extend(until, self.settings.tick_of(ceiling_ms)) {
+                            h.granted_ms = ceiling_ms;
+                            h.valid_until = until;
+                            self.next_renewal = sent.saturating_add(renew_every);
+                            self.retry_at = 0;
+                        }
                     }
                     Ok(false) => {
                         // Someone else's now (expired, or deleted by hand).
@@ -536,11 +574,15 @@ impl<S: Store> Run<S> {
                 }
             }
             if self.fence.now_ns() >= h.valid_until {
-                // The fence closed itself at the deadline; make sure no
-                // late renewal reopens it, and claim afresh.
+                // The fence closed itself at the deadline; make sure it
+                // stays closed, and claim afresh. The claim goes back with
+                // the ceiling the generator had, not a higher one that a
+                // late renewal recorded: a fresh claim of the same node id
+                // then need not wait for the clock to pass that.
                 self.fence.close();
                 if let Some(lost) = self.held.take() {
-                    self.orphans.push(lost.claim);
+                    let mark_ms = lost.granted_ms.max(lost.claim.mark_ms);
+                    self.orphans.push((lost.claim, Some(mark_ms)));
                 }
                 self.next_claim = 0;
             }
@@ -563,24 +605,29 @@ impl<S: Store> Run<S> {
         }
     }
 
-    /// Releases a node id the generator no longer uses, keeping its mark.
-    fn give_back(&mut self, claim: Claim) {
-        if self.store.release(&claim, None).is_err() {
-            self.orphans.push(claim);
+    /// Releases a node id the generator no longer uses, setting its mark to
+    /// `mark_ms` (`None`: keeping the one recorded).
+    fn give_back(&mut self, claim: Claim, mark_ms: Option<u64>) {
+        if self.store.release(&claim, mark_ms).is_err() {
+            self.orphans.push((claim, mark_ms));
         }
     }
 
     fn release_orphans(&mut self) {
         let orphans = std::mem::take(&mut self.orphans);
-        for claim in orphans {
-            self.give_back(claim);
+        for (claim, mark_ms) in orphans {
+            self.give_back(claim, mark_ms);
         }
     }
 
     /// The generator is gone: record the exact last time it issued under the
-    /// held node id, and give the node id back.
+    /// held node id, and give the node id back. All of it within one request
+    /// timeout: a store that does not answer keeps the rest, which expires
+    /// after one TTL.
     pub(crate) fn finish(&mut self, last: Option<(u64, u64)>) {
         self.fence.close();
+        self.store
+            .set_deadline(Some(Instant::now() + self.settings.request_timeout()));
         if let Some(h) = self.held.take() {
             let mark_ms = match last {
                 Some((node_bits, ts)) if node_bits == h.node_bits => {
@@ -591,14 +638,17 @@ impl<S: Store> Run<S> {
                 // Unknown: leave the ceiling recorded.
                 None => None,
             };
-            if self.store.release(&h.claim, mark_ms).is_err() {
-                self.orphans.push(h.claim);
+            if let Err(LeaseError::Unreachable { .. }) = self.store.release(&h.claim, mark_ms) {
+                // The rest would wait out the same silence.
+                return;
             }
         }
         // Best effort: what stays expires after one TTL.
         let orphans = std::mem::take(&mut self.orphans);
-        for claim in orphans {
-            let _ = self.store.release(&claim, None);
+        for (claim, mark_ms) in orphans {
+            if let Err(LeaseError::Unreachable { .. }) = self.store.release(&claim, mark_ms) {
+                break;
+            }
         }
     }
 }
@@ -630,5 +680,63 @@ impl Keeper for KeeperThread {
 impl Drop for KeeperThread {
     fn drop(&mut self) {
         self.stop(None);
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::lease::Lease;
+    use crate::lease::memory::{MemoryBackend, MemoryStore};
+
+    const T: u64 = 1_700_000_000_000;
+
+    /// A keeper on `backend` whose wall clock is `wall`, holding a claim.
+    fn keeper(
+        backend: &MemoryBackend,
+        lease: &Lease,
+        wall: &ManualClock,
+    ) -> (Run<MemoryStore>, Arc<Fence>, Arc<quanta::Mock>) {
+        let (source, mock) = quanta::Clock::mock();
+        let fence = Arc::new(Fence::with_clock(source));
+        let mut settings = lease.settings(&Layout::twitter(), Duration::ZERO).unwrap();
+        settings.wall = WallClock::new(wall.clone());
+        let mut run = Run::new(backend.store(&settings), settings, fence.clone());
+        run.claim_first().unwrap();
+        (run, fence, mock)
+    }
+
+    /// A generator an hour ahead of the keeper's wall clock wants its tick
+    /// covered, then (its clock stepped back) asks for a rotation: the fresh
+    /// node id's mark is the wall clock plus the TTL, not the old node id's
+    /// wanted tick plus the TTL.
+    #[test]
+    fn a_rotation_does_not_raise_the_fresh_mark_to_the_old_wanted_tick() {
+        let wall = ManualClock::new(T);
+        let backend = MemoryBackend::new(wall.clone());
+        let lease = Lease::memory(&backend)
+            .ttl(Duration::from_secs(1))
+            .rotate_after_rollback(Duration::from_secs(1));
+        let (mut run, fence, _) = keeper(&backend, &lease, &wall);
+        let layout = Layout::twitter();
+        fence.want(layout.timestamp_at(T + 3_600_000).unwrap());
+        run.step();
+        assert!(
+            backend.mark(0).unwrap() >= T + 3_600_000,
+            "renewed past the wanted tick"
+        );
+        let (grant, _) = fence.check().unwrap();
+        let now_tick = layout.timestamp_at(T).unwrap();
+        fence.behind(grant.node_bits, now_tick, 3_600_000);
+        run.step();
+        assert_eq!(run.held_node(), Some(1), "rotated to a fresh node id");
+        let mark = backend.mark(1).unwrap();
+        assert!(
+            mark <= T + 1_000,
+            "the fresh node id's mark is {} ms past the wall clock",
+            mark - T
+        );
+        assert_eq!(fence.wanted(), 0, "reset by the fresh grant");
     }
 }

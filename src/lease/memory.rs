@@ -576,7 +576,16 @@ mod tests {
             Some(0),
             "the lapsed claim given back, and node 0 claimed afresh"
         );
-        assert!(a.generator().poll_id().is_ok());
+        // The fresh claim's floor is the ceiling the generator was last
+        // granted (renewed at 2.8 s: 3.8 s).
+        assert_eq!(
+            a.generator().poll_id(),
+            Err(GenerateError::SequenceExhausted {
+                retry_after: Duration::from_millis(201)
+            })
+        );
+        a.advance(Duration::from_millis(201));
+        assert_eq!(a.generator().poll_id().map(drop), Ok(()));
     }
 
     #[test]

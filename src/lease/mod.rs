@@ -9,25 +9,46 @@
 //! | `<prefix>/nodes/<id>` | `<prefix>:node:<id>` | the holder's token; bound to an etcd lease, or set with `PX` |
 //! | `<prefix>/marks/<id>` | `<prefix>:mark:<id>` | the *mark*: a Unix millisecond no ID of this node id has a later time than; never expires |
 //!
-//! - **Claim**: the lowest node id in range whose node key is absent, in one
+//! - **Claim**: the lowest node id in range whose node key is absent and
+//!   whose mark is *usable* (at most the claimer's wall clock plus
+//!   `Lease::max_mark_ahead`; free node ids with later marks are skipped,
+//!   counted, and named in `LeaseError::MarksAhead` if none is left), in one
 //!   atomic step that creates the node key and raises the mark to this
 //!   holder's *ceiling* (an etcd transaction bound to a lease, comparing the
 //!   node key's absence and the mark's revision; a Lua script that takes the
-//!   node key with `SET NX PX`). The mark found is the new holder's *floor*:
-//!   it issues only after it. On etcd, a claimer that loses a race picks at
-//!   random among the lowest 2, 4, 8, ... free node ids on its next tries.
-//! - **Renew** every third of the TTL: the lease's keep-alive and the mark
-//!   raised to a new ceiling (the wall clock plus the TTL), both only if the
-//!   node key is still this holder's (the etcd lease compared in a
-//!   transaction; the token compared by a Lua script).
+//!   node key with `SET NX PX`, the TTL in milliseconds rounded up). The
+//!   mark found is the new holder's *floor*: it issues only after it. On
+//!   etcd, a claimer that loses a race picks at random among the lowest 2,
+//!   4, 8, ... usable node ids on its next tries; an etcd lease granted with
+//!   a shorter TTL than asked is refused.
+//! - **Ceiling**: the wall clock plus the TTL and the generator's lead
+//!   allowance, or that far past a tick the generator was refused for want
+//!   of ceiling under the current grant (a fresh grant forgets such ticks,
+//!   and a rotation's claim ignores them).
+//! - **Renew** every third of the TTL (sooner while the generator waits for
+//!   a higher ceiling): the lease's keep-alive and the mark raised to a new
+//!   ceiling, both only if the node key is still this holder's (the etcd
+//!   lease compared in a transaction; the token compared by a Lua script).
 //! - **Fence**: the generator enters no tick past the ceiling the store has
 //!   acknowledged, and issues nothing once renewals have failed for the TTL
-//!   less a safety margin, measured on the monotonic clock from the moment the
-//!   last successful renewal request was *sent*. It resumes only after a
-//!   fresh claim.
+//!   less a safety margin (never 0), measured on the monotonic clock from the
+//!   moment the last successful renewal request was *sent*. A renewal
+//!   answered after that deadline extends nothing. It resumes only after a
+//!   fresh claim; the claim given up goes back with its mark at the ceiling
+//!   the generator was granted (if the store still has it as this holder's).
 //! - **Release** on drop: the mark set to the exact last timestamp issued
 //!   (left at the ceiling after an `OnClockBehind::NextClock` step back),
 //!   and the node key deleted (if still this holder's); etcd's lease revoked.
+//!
+//! # Threads and blocking
+//!
+//! Each leased generator has a keeper thread that makes the store's client
+//! (for etcd, a current-thread tokio runtime of its own), claims, renews and
+//! releases; the client is made, used and dropped on that thread only, so
+//! building and dropping work the same inside an async runtime as outside.
+//! `build()` waits for the first claim (at most the connect timeout); drop
+//! waits for the release (at most the request timeout: a third of the TTL,
+//! and no more than the connect timeout).
 //!
 //! Uniqueness rests on the marks alone: a holder never issues past the mark
 //! the store has recorded for it, and the next holder of the node id starts
@@ -39,10 +60,10 @@ mod keeper;
 
 #[cfg(feature = "etcd")]
 mod etcd;
-#[cfg(test)]
-pub(crate) mod memory;
 #[cfg(all(test, not(flakeid_loom)))]
 mod fleet_sim;
+#[cfg(test)]
+pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
 
@@ -65,14 +86,16 @@ pub(crate) use keeper::Settings;
 ///
 /// Defaults: prefix `flakeid`, TTL 10 s, safety margin a fifth of the TTL,
 /// 5 s to reach the server at start, the layout's whole node-id range, no
-/// rotation.
+/// rotation, marks up to a minute ahead of the clock usable.
 ///
 /// Under the prefix, each node id has a node key naming its holder (bound to
 /// an etcd lease, or set with Redis' `PX`) and a *mark* that never expires:
 /// a Unix millisecond no ID of that node id carries a later time than. A
-/// claim takes the lowest node id without a node key and, in the same atomic
-/// step, reads the mark (the new holder issues only after it) and raises it
-/// to the holder's ceiling (the wall clock plus the TTL); renewals raise it
+/// claim takes the lowest node id without a node key whose mark is not too
+/// far ahead of the clock ([`max_mark_ahead`](Lease::max_mark_ahead)) and, in
+/// the same atomic step, reads the mark (the new holder issues only after
+/// it) and raises it to the holder's ceiling (the wall clock plus the TTL);
+/// renewals raise it
 /// further, and the generator never passes the ceiling the store has
 /// acknowledged. So successive holders of a node id never issue the same ID,
 /// whatever their clocks say. On top of that the generator is fenced: it
@@ -80,6 +103,20 @@ pub(crate) use keeper::Settings;
 /// margin (on the monotonic clock, from when the last good renewal was
 /// sent), until a fresh claim. The README's "Across machines" section states
 /// the assumptions and the measured costs.
+///
+/// # Blocking, and async services
+///
+/// The store's client lives on the generator's keeper thread (etcd's on a
+/// tokio runtime of its own there), so a leased generator is built, used and
+/// dropped the same way inside an async runtime (either flavor) as outside.
+/// [`build`](crate::Builder::build) blocks the calling thread until the
+/// first claim succeeds or fails: at most the
+/// [connect timeout](Lease::connect_timeout) (5 s by default), during which a
+/// current-thread runtime runs nothing else (build once at start, or inside
+/// `tokio::task::spawn_blocking`). Dropping the generator blocks until the
+/// keeper has recorded the last timestamp and released the node id: at most
+/// the request timeout, a third of the TTL and no more than the connect
+/// timeout (3.3 s by default), after which the node id is left to expire.
 ///
 /// ```no_run
 /// use flakeid::{Generator, Layout, Lease};
@@ -126,7 +163,8 @@ impl Lease {
     ///
     /// etcd rounds the TTL up to whole seconds, and to its minimum (1.5 times
     /// its election timeout, 2 s by default); the fence keeps to the TTL you
-    /// set, the shorter.
+    /// set, the shorter. A server that grants a shorter TTL than asked is
+    /// refused ([`LeaseError::BadReply`]).
     #[cfg(feature = "etcd")]
     #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
     pub fn etcd<I, E>(endpoints: I) -> Lease
@@ -190,7 +228,8 @@ impl Lease {
     /// when renewals fail (default: a fifth of the TTL). It absorbs the
     /// monotonic clock running slower than the store's, and the store's own
     /// clock jumping forward (Redis expires keys by its wall clock); see the
-    /// README for the assumptions.
+    /// README for the assumptions. It must be more than 0 and less than the
+    /// TTL (building fails with [`LeaseError::Config`] otherwise).
     pub fn safety_margin(mut self, margin: Duration) -> Self {
         self.safety_margin = Some(margin);
         self
@@ -275,6 +314,13 @@ impl Lease {
         let margin = self.safety_margin.unwrap_or(self.ttl / 5);
         if self.ttl < Duration::from_millis(100) {
             return config(format!("the TTL ({:?}) is shorter than 100 ms", self.ttl));
+        }
+        if margin.is_zero() {
+            return config(
+                "the safety margin is 0: it must absorb the monotonic clock running slower \
+                 than the store's"
+                    .into(),
+            );
         }
         if margin >= self.ttl {
             return config(format!(
@@ -434,6 +480,7 @@ mod tests {
             )
             .contains("safety margin")
         );
+        assert!(reason(any_lease().safety_margin(Duration::ZERO)).contains("safety margin is 0"));
         assert!(reason(any_lease().node_ids(5..=1024)).contains("0..=1023"));
         assert!(reason(any_lease().prefix("")).contains("prefix"));
         let settings = any_lease().node_ids(3..=9).settings(&layout, lead).unwrap();

@@ -5,7 +5,7 @@
 //! Marks are decimal strings compared as such (length first), so no value
 //! passes through Lua's floating-point numbers.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, ErrorKind, RedisError, Script, ServerErrorKind};
 
@@ -99,6 +99,8 @@ pub(crate) struct RedisStore {
     prefix: String,
     ttl_ms: u64,
     timeout: Duration,
+    /// While set, no call runs past it.
+    deadline: Option<Instant>,
     token: String,
     claim: Script,
     renew: Script,
@@ -128,8 +130,9 @@ impl RedisStore {
             server: settings.server.clone(),
             connection: None,
             prefix: prefix.to_owned(),
-            ttl_ms: u64::try_from(settings.ttl.as_millis()).unwrap_or(u64::MAX),
+            ttl_ms: ttl_ms(settings.ttl),
             timeout: settings.connect_timeout,
+            deadline: None,
             token,
             claim: Script::new(&format!("{LESS}{CLAIM}")),
             renew: Script::new(&format!("{LESS}{RENEW}")),
@@ -144,28 +147,49 @@ impl RedisStore {
         )
     }
 
-    /// Runs one script call on the connection (made first if needed).
+    /// How long the next call may take: the timeout, or less if the
+    /// deadline is nearer.
+    fn budget(&self) -> Duration {
+        match self.deadline {
+            Some(deadline) => self
+                .timeout
+                .min(deadline.saturating_duration_since(Instant::now())),
+            None => self.timeout,
+        }
+    }
+
+    /// Runs one script call on the connection (made first if needed), all
+    /// within the budget: the socket timeouts are what is left of it.
     fn call<T>(
         &mut self,
         what: &str,
         run: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, LeaseError> {
+        let begun = Instant::now();
+        let budget = self.budget();
+        if budget.is_zero() {
+            return Err(self.unreachable(what, "no time left".into()));
+        }
         if self.connection.is_none() {
             let connection = self
                 .client
-                .get_connection_with_timeout(self.timeout)
-                .and_then(|c| {
-                    c.set_read_timeout(Some(self.timeout))?;
-                    c.set_write_timeout(Some(self.timeout))?;
-                    Ok(c)
-                })
+                .get_connection_with_timeout(budget)
                 .map_err(|e| self.error("connect", &e))?;
             self.connection = Some(connection);
         }
+        let left = budget.saturating_sub(begun.elapsed());
         let Some(connection) = &mut self.connection else {
             return Err(self.unreachable("connect", "no connection".into()));
         };
-        run(connection).map_err(|e| self.error(what, &e))
+        // (A zero socket timeout is refused: at least 1 ms.)
+        let left = left.max(Duration::from_millis(1));
+        let timeouts = connection
+            .set_read_timeout(Some(left))
+            .and_then(|()| connection.set_write_timeout(Some(left)));
+        match timeouts.and_then(|()| run(connection)) {
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(self.error(what, &e)),
+        }
     }
 
     fn unreachable(&mut self, what: &str, reason: String) -> LeaseError {
@@ -203,6 +227,12 @@ impl RedisStore {
     }
 }
 
+/// The TTL sent to Redis (`PX`): whole milliseconds, rounded up, so a key
+/// never expires before the fence (which keeps to the exact TTL) closes.
+fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
 /// A mark as the scripts return it.
 fn parse_mark(what: &str, value: &str) -> Result<u64, LeaseError> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
@@ -217,11 +247,11 @@ fn parse_mark(what: &str, value: &str) -> Result<u64, LeaseError> {
 
 impl Store for RedisStore {
     fn set_timeout(&mut self, timeout: Duration) {
-        if timeout != self.timeout {
-            self.timeout = timeout;
-            // Socket timeouts are set when connecting.
-            self.connection = None;
-        }
+        self.timeout = timeout;
+    }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
@@ -305,5 +335,18 @@ impl Store for RedisStore {
                 .invoke(c)
         })?;
         Ok(())
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_millisecond_ttl_is_rounded_up_not_down() {
+        assert_eq!(ttl_ms(Duration::from_millis(1_000)), 1_000);
+        assert_eq!(ttl_ms(Duration::from_micros(1_000_500)), 1_001);
+        assert_eq!(ttl_ms(Duration::from_nanos(100_000_001)), 101);
+        assert_eq!(ttl_ms(Duration::MAX), u64::MAX);
     }
 }
