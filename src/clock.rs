@@ -376,7 +376,7 @@ impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
 /// every generator built with it) fail on a machine whose only fault was a
 /// busy moment during the check.
 #[derive(Clone)]
-enum Source {
+pub(crate) enum Source {
     /// quanta's clock: the TSC where quanta supports it and the check passed
     /// (a mocked one in tests).
     Counter(quanta::Clock),
@@ -386,6 +386,10 @@ enum Source {
         origin: Instant,
         refused: Option<Verdict>,
     },
+    /// Nanoseconds a loom model sets: a loom atomic, so loom orders the
+    /// reads against the model's moves (a lease fence's deadline).
+    #[cfg(flakeid_loom)]
+    Model(Arc<AtomicU64>),
 }
 
 /// The TSC's checked rate error bound: 0.03%.
@@ -398,7 +402,7 @@ const BRACKET_TRIES: usize = 16;
 
 /// The outcome of comparing the counter's rate with `Instant`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+pub(crate) enum Verdict {
     /// Within [`MAX_RATE_ERROR_PPM`], uncertainty included.
     Agrees,
     /// Over `reference_ns` of `Instant` (± `uncertainty_ns`), the counter
@@ -490,7 +494,7 @@ impl Source {
     }
 
     /// The TSC if it passes the check, else `Instant`.
-    fn checked() -> Source {
+    pub(crate) fn checked() -> Source {
         // Miri cannot read the TSC and loom must not calibrate it.
         if cfg!(any(miri, flakeid_loom)) {
             return Source::instant(None);
@@ -517,17 +521,21 @@ impl Source {
     }
 
     #[inline]
-    fn raw(&self) -> u64 {
+    pub(crate) fn raw(&self) -> u64 {
         match self {
             Source::Counter(counter) => counter.raw(),
             Source::Instant { origin, .. } => nanos_since(*origin),
+            #[cfg(flakeid_loom)]
+            Source::Model(ns) => ns.load(Ordering::SeqCst),
         }
     }
 
-    fn delta_as_nanos(&self, start: u64, end: u64) -> u64 {
+    pub(crate) fn delta_as_nanos(&self, start: u64, end: u64) -> u64 {
         match self {
             Source::Counter(counter) => counter.delta_as_nanos(start, end),
             Source::Instant { .. } => end.saturating_sub(start),
+            #[cfg(flakeid_loom)]
+            Source::Model(_) => end.saturating_sub(start),
         }
     }
 }
@@ -549,6 +557,8 @@ impl fmt::Debug for Source {
                 "Instant (the TSC measured {counter_ns} ns over {reference_ns} ± {uncertainty_ns} ns of Instant)"
             ),
             Source::Instant { .. } => f.write_str("Instant"),
+            #[cfg(flakeid_loom)]
+            Source::Model(_) => f.write_str("a loom model's clock"),
         }
     }
 }

@@ -28,11 +28,12 @@
 use std::sync::OnceLock;
 use std::thread::Thread;
 
+use crate::clock::Source;
 use crate::primitive::{AtomicBool, AtomicU64, Ordering, fence as atomic_fence};
 
 #[derive(Debug)]
 pub(crate) struct Fence {
-    clock: quanta::Clock,
+    clock: Source,
     origin: u64,
     /// Seqlock generation of the grant: odd while the keeper replaces it.
     generation: AtomicU64,
@@ -70,7 +71,18 @@ pub(crate) struct Fence {
     skipped: AtomicU64,
     /// The keeper thread, woken by requests.
     keeper: OnceLock<Thread>,
+    /// Deliberately broken variants for the loom models' teeth
+    /// (`loom_hooks::Fence::plant_bug_*`).
+    #[cfg(flakeid_loom)]
+    planted: std::sync::atomic::AtomicU8,
 }
+
+/// Planted in `Fence::planted`: every ticket confirms.
+#[cfg(flakeid_loom)]
+pub(crate) const PLANT_CONFIRM_ALWAYS: u8 = 1;
+/// Planted in `Fence::planted`: a grant's floor reads as 0.
+#[cfg(flakeid_loom)]
+pub(crate) const PLANT_LOSE_FLOOR: u8 = 2;
 
 /// What an open fence grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,12 +116,26 @@ pub(crate) trait Keeper: Send + Sync {
 // `redis` features; the default build only checks it.
 #[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
 impl Fence {
-    /// A closed fence on the TSC clock.
+    /// A closed fence on the TSC clock, if its rate passed the check against
+    /// `Instant` (as [`MonotonicClock`](crate::MonotonicClock)'s does),
+    /// else on `Instant`: a skewed calibration would shift the deadline.
     pub(crate) fn new() -> Fence {
-        Fence::with_clock(quanta::Clock::new())
+        Fence::on(Source::checked())
     }
 
+    /// A closed fence on `clock` (a mocked one in tests).
+    #[cfg(test)]
     pub(crate) fn with_clock(clock: quanta::Clock) -> Fence {
+        Fence::on(Source::Counter(clock))
+    }
+
+    /// A closed fence on a loom model's clock (nanoseconds in `ns`).
+    #[cfg(flakeid_loom)]
+    pub(crate) fn with_model_clock(ns: std::sync::Arc<AtomicU64>) -> Fence {
+        Fence::on(Source::Model(ns))
+    }
+
+    fn on(clock: Source) -> Fence {
         let origin = clock.raw();
         Fence {
             clock,
@@ -127,6 +153,8 @@ impl Fence {
             rotate_node: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             keeper: OnceLock::new(),
+            #[cfg(flakeid_loom)]
+            planted: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
@@ -141,24 +169,55 @@ impl Fence {
     /// The grant and its ticket, if the lease is proven valid right now.
     #[inline]
     pub(crate) fn check(&self) -> Option<(Grant, u64)> {
-        let ticket = self.generation.load(Ordering::Acquire);
-        if ticket & 1 == 1 {
-            // Being replaced: the keeper closed the fence first anyway.
-            return None;
+        loop {
+            let ticket = self.generation.load(Ordering::Acquire);
+            if ticket & 1 == 1 {
+                // Being replaced: the keeper closed the fence first anyway.
+                return None;
+            }
+            let until = self.valid_until.load(Ordering::Relaxed);
+            #[allow(unused_mut)]
+            let mut grant = Grant {
+                node_bits: self.node_bits.load(Ordering::Relaxed),
+                floor: self.floor.load(Ordering::Relaxed),
+                ceiling: self.ceiling.load(Ordering::Relaxed),
+                rewind: self.rewind.load(Ordering::Relaxed),
+            };
+            #[cfg(flakeid_loom)]
+            if self.is_planted(PLANT_LOSE_FLOOR) {
+                grant.floor = 0;
+            }
+            // Orders the loads above before the generation's second reading.
+            atomic_fence(Ordering::Acquire);
+            if self.generation.load(Ordering::Relaxed) != ticket {
+                return None;
+            }
+            if self.now_ns() < until {
+                return Some((grant, ticket));
+            }
+            if self.expire(until) {
+                return None;
+            }
+            // A renewal moved the deadline meanwhile: look again.
         }
-        let until = self.valid_until.load(Ordering::Relaxed);
-        let grant = Grant {
-            node_bits: self.node_bits.load(Ordering::Relaxed),
-            floor: self.floor.load(Ordering::Relaxed),
-            ceiling: self.ceiling.load(Ordering::Relaxed),
-            rewind: self.rewind.load(Ordering::Relaxed),
-        };
-        // Orders the loads above before the generation's second reading.
-        atomic_fence(Ordering::Acquire);
-        if self.generation.load(Ordering::Relaxed) != ticket || self.now_ns() >= until {
-            return None;
-        }
-        Some((grant, ticket))
+    }
+
+    /// The deadline `until` has passed: closes the fence, so that a renewal
+    /// answered later cannot reopen it. `false` if the deadline moved
+    /// meanwhile (a renewal, or a fresh claim, landed first).
+    #[cold]
+    #[inline(never)]
+    fn expire(&self, until: u64) -> bool {
+        until == 0
+            || match self.valid_until.compare_exchange(
+                until,
+                0,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) | Err(0) => true,
+                Err(_) => false,
+            }
     }
 
     /// The ceiling of the current grant; read between [`check`](Fence::check)
@@ -195,13 +254,25 @@ impl Fence {
     /// the IDs of the swap only if so.
     #[inline]
     pub(crate) fn confirm(&self, ticket: u64) -> bool {
+        #[cfg(flakeid_loom)]
+        if self.is_planted(PLANT_CONFIRM_ALWAYS) {
+            return true;
+        }
         // Keeps the loads below after the compare-and-swap (its load half);
         // what is left is the few nanoseconds a TSC read may run early,
         // which the safety margin covers many times over.
         atomic_fence(Ordering::Acquire);
         let until = self.valid_until.load(Ordering::Relaxed);
         atomic_fence(Ordering::Acquire);
-        self.generation.load(Ordering::Relaxed) == ticket && self.now_ns() < until
+        if self.generation.load(Ordering::Relaxed) != ticket {
+            return false;
+        }
+        if self.now_ns() < until {
+            return true;
+        }
+        // Past the deadline: closed for good (the IDs are dropped either way).
+        self.expire(until);
+        false
     }
 
     /// Opens the fence for a fresh claim, valid until `valid_until_ns`.
@@ -213,13 +284,19 @@ impl Fence {
             .store(generation.wrapping_add(1), Ordering::Relaxed);
         // Orders the odd generation before the words written below.
         atomic_fence(Ordering::Release);
-        self.valid_until.store(0, Ordering::Relaxed);
+        // The deadline is written with swaps, not stores, here and in
+        // `close`: it races read-modify-writes (a renewal's `extend`, a
+        // generator's `expire`), and loom 0.7 lets a plain store fall between
+        // the read and the write of a concurrent read-modify-write
+        // (tokio-rs/loom#254), a history no CPU produces. A swap costs
+        // nothing on these cold paths and keeps the models exact.
+        self.valid_until.swap(0, Ordering::Relaxed);
         self.wanted.store(0, Ordering::Relaxed);
         self.node_bits.store(grant.node_bits, Ordering::Relaxed);
         self.floor.store(grant.floor, Ordering::Relaxed);
         self.ceiling.store(grant.ceiling, Ordering::Relaxed);
         self.rewind.store(grant.rewind, Ordering::Relaxed);
-        self.valid_until.store(valid_until_ns, Ordering::Relaxed);
+        self.valid_until.swap(valid_until_ns, Ordering::Relaxed);
         self.generation
             .store(generation.wrapping_add(2), Ordering::Release);
     }
@@ -242,9 +319,11 @@ impl Fence {
         extended.is_ok()
     }
 
-    /// Closes the fence: nothing more is issued until a fresh claim.
+    /// Closes the fence: nothing more is issued until a fresh claim. A
+    /// generator that finds the deadline passed closes it the same way.
     pub(crate) fn close(&self) {
-        self.valid_until.store(0, Ordering::Release);
+        // A swap, as in `open`.
+        self.valid_until.swap(0, Ordering::Release);
     }
 
     /// Tells the keeper (cold path) that a generator needs `tick` covered.
@@ -305,6 +384,48 @@ impl Fence {
     fn wake(&self) {
         if let Some(keeper) = self.keeper.get() {
             keeper.unpark();
+        }
+    }
+}
+
+/// Deliberately broken variants, compiled only for the loom models, which
+/// must catch them (`loom-tests/tests/fence.rs` and `leased.rs`).
+#[cfg(flakeid_loom)]
+impl Fence {
+    pub(crate) fn plant(&self, bug: u8) {
+        self.planted
+            .fetch_or(bug, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_planted(&self, bug: u8) -> bool {
+        self.planted.load(std::sync::atomic::Ordering::Relaxed) & bug != 0
+    }
+
+    /// `open` writing the words in place without making the generation odd
+    /// first (only a new even one after): a checker can read one grant's
+    /// node bits with another's floor under an unchanged generation.
+    pub(crate) fn broken_open_in_place(&self, grant: Grant, valid_until_ns: u64) {
+        let generation = self.generation.load(Ordering::Relaxed);
+        self.node_bits.store(grant.node_bits, Ordering::Relaxed);
+        self.floor.store(grant.floor, Ordering::Relaxed);
+        self.ceiling.store(grant.ceiling, Ordering::Relaxed);
+        self.rewind.store(grant.rewind, Ordering::Relaxed);
+        self.valid_until.swap(valid_until_ns, Ordering::Relaxed);
+        // A new generation, but never an odd one while the words change.
+        self.generation
+            .store(generation.wrapping_add(2), Ordering::Release);
+    }
+
+    /// `extend` as it was before issue 12: any non-zero deadline is pushed
+    /// forward, so a renewal answered after the deadline reopens the fence.
+    pub(crate) fn broken_extend_any_open(&self, valid_until_ns: u64, ceiling: u64) {
+        let extended =
+            self.valid_until
+                .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
+                    (until != 0).then_some(until.max(valid_until_ns))
+                });
+        if extended.is_ok() {
+            self.ceiling.fetch_max(ceiling, Ordering::Release);
         }
     }
 }

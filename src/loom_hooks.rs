@@ -45,22 +45,24 @@ impl From<crate::fence::Grant> for Grant {
     }
 }
 
-/// A lease fence on a mocked monotonic clock that starts at 0 ns and moves
-/// only when a model says so.
+/// A lease fence on a model's monotonic clock that starts at 0 ns and moves
+/// only when the model says so.
 #[derive(Clone)]
 pub struct Fence {
     inner: Arc<crate::fence::Fence>,
-    mock: Arc<quanta::Mock>,
+    /// The fence's monotonic clock: nanoseconds in a loom atomic, so loom
+    /// orders the fence's readings against the model's moves.
+    ns: Arc<crate::primitive::AtomicU64>,
 }
 
 impl Fence {
     /// A closed fence.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Fence {
-        let (clock, mock) = quanta::Clock::mock();
+        let ns = Arc::new(crate::primitive::AtomicU64::new(0));
         Fence {
-            inner: Arc::new(crate::fence::Fence::with_clock(clock)),
-            mock,
+            inner: Arc::new(crate::fence::Fence::with_model_clock(ns.clone())),
+            ns,
         }
     }
 
@@ -109,7 +111,28 @@ impl Fence {
 
     /// Moves the fence's monotonic clock forward.
     pub fn advance_ns(&self, ns: u64) {
-        self.mock.increment(ns);
+        self.ns.fetch_add(ns, crate::primitive::Ordering::SeqCst);
+    }
+
+    /// Planted bug: `open` writing the grant's words without the seqlock.
+    pub fn broken_open_in_place(&self, grant: Grant, valid_until_ns: u64) {
+        self.inner
+            .broken_open_in_place(grant.into(), valid_until_ns);
+    }
+
+    /// Planted bug: `extend` reopening a fence whose deadline has passed.
+    pub fn broken_extend_any_open(&self, valid_until_ns: u64, ceiling: u64) {
+        self.inner.broken_extend_any_open(valid_until_ns, ceiling);
+    }
+
+    /// Planted bug: every ticket confirms, however the grant changed.
+    pub fn plant_bug_confirm_always(&self) {
+        self.inner.plant(crate::fence::PLANT_CONFIRM_ALWAYS);
+    }
+
+    /// Planted bug: the grant's floor reads as 0 at the gate.
+    pub fn plant_bug_lose_floor(&self) {
+        self.inner.plant(crate::fence::PLANT_LOSE_FLOOR);
     }
 }
 

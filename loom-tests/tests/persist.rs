@@ -158,7 +158,10 @@ fn the_final_save_never_lowers_the_mark_below_an_issued_id() {
                 .max()
                 .unwrap();
             let before = store.max_mark().unwrap();
-            drop(Arc::try_unwrap(generator).ok().expect("the only handle"));
+            let Ok(generator) = Arc::try_unwrap(generator) else {
+                panic!("the model holds the only handle");
+            };
+            drop(generator);
             let after = store.max_mark().unwrap();
             assert!(
                 after >= last,
