@@ -49,11 +49,6 @@ const MAX_OPS: usize = 300;
 /// is left to wait out `max` (the clock staying behind) only up to this.
 const THREADED_WAIT_MS: u64 = 5;
 
-/// Whether `Expired` is accepted where the layout's last tick is used up
-/// and the clock has not yet passed the end (the docs say `SequenceExhausted`
-/// or a wait until then): a known departure, reported, not yet decided.
-const TOLERATE_EARLY_EXPIRED: bool = true;
-
 /// At most this many calls per generator and input may wait in real time
 /// (up to [`THREADED_WAIT_MS`] each), so long inputs stay fast to run.
 const REAL_WAITS: u32 = 2;
@@ -542,19 +537,6 @@ impl<'a> Run<'a> {
             (Verdict::Report(want) | Verdict::Stall(want), got) => {
                 return match got {
                     Err(e) if e == *want => Ok(()),
-                    // Tolerated, though the docs say otherwise: `Expired`
-                    // from the layout's last tick used up, before the clock
-                    // is past the end ("The clock is past the last instant
-                    // the layout can encode"). See the report on issue 12.
-                    Err(GenerateError::Expired { last_ms })
-                        if TOLERATE_EARLY_EXPIRED
-                            && last_ms == self.rules.last_ms()
-                            && model.state.tick == self.rules.last_tick
-                            && model.state.seq == self.rules.last_seq
-                            && matches!(want, GenerateError::SequenceExhausted { .. }) =>
-                    {
-                        Ok(())
-                    }
                     got => Err(format!(
                         "{at}: expected Err({want:?}), got {}",
                         show(self, &got)
