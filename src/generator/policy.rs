@@ -104,7 +104,10 @@ pub enum OnClockBehind {
     /// scheme). IDs stay unique because the new clock id was never used with
     /// those times; they are **not** ordered across the step, since the ID after
     /// it carries an earlier time. Each clock id is used at most once in a
-    /// generator's life, in order (with [persistence](crate::Persist),
+    /// generator's life, in order: from the starting one
+    /// ([`Builder::clock_id`](crate::Builder::clock_id)) up, wrapping past
+    /// the highest to 0 and on to the one below the start (with
+    /// [persistence](crate::Persist),
     /// skipping those a predecessor may have used at the clock's time); once
     /// none is left, or when the clock reads a tick a previous holder of a
     /// leased node id may have used (up to the lease's floor), the generator

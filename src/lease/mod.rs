@@ -33,7 +33,8 @@
 //!   acknowledged, and issues nothing once renewals have failed for the TTL
 //!   less a safety margin (never 0), measured on the monotonic clock from the
 //!   moment the last successful renewal request was *sent*. A renewal
-//!   answered after that deadline extends nothing. It resumes only after a
+//!   answered after that deadline extends nothing, and a generator that
+//!   finds the deadline passed closes the fence. It resumes only after a
 //!   fresh claim; the claim given up goes back with its mark at the ceiling
 //!   the generator was granted (if the store still has it as this holder's).
 //! - **Release** on drop: the mark set to the exact last timestamp issued
