@@ -40,6 +40,16 @@ fn workers<G: IdGenerator + 'static>(
         .collect()
 }
 
+/// Each ID's (timestamp, clock id, sequence).
+fn clock_id_slots(layout: &flakeid::Layout, ids: &[Id]) -> Vec<(u64, u64, u64)> {
+    ids.iter()
+        .map(|&id| {
+            let d = decode(layout, id);
+            (d.timestamp(), d.clock_id(), d.sequence())
+        })
+        .collect()
+}
+
 fn ticks_of(layout: &flakeid::Layout, ids: &[Id]) -> Vec<u64> {
     ids.iter()
         .map(|&id| decode(layout, id).timestamp())
@@ -263,13 +273,7 @@ fn next_clock_moves_to_the_next_clock_id_within_the_tick() {
         });
         let per_thread: Vec<Vec<Got>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let all = check(&layout, &per_thread, generator.last_id(), Rules::STRICT);
-        let slots: Vec<(u64, u64, u64)> = all
-            .iter()
-            .map(|&id| {
-                let d = decode(&layout, id);
-                (d.timestamp(), d.clock_id(), d.sequence())
-            })
-            .collect();
+        let slots = clock_id_slots(&layout, &all);
         assert_eq!(slots, [(10, 0, 0), (10, 0, 1), (10, 1, 0), (10, 1, 1)]);
         let stats = generator.stats().unwrap();
         assert_eq!((stats.issued, stats.clock_id_bumps, stats.waits), (4, 1, 0));
@@ -296,13 +300,7 @@ fn next_clock_with_every_clock_id_used_waits_for_the_next_tick() {
         let moved = move_clock_when_full(&*generator, &clock, &done, 2, all_used);
         let per_thread: Vec<Vec<Got>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let all = check(&layout, &per_thread, generator.last_id(), Rules::STRICT);
-        let slots: Vec<(u64, u64, u64)> = all
-            .iter()
-            .map(|&id| {
-                let d = decode(&layout, id);
-                (d.timestamp(), d.clock_id(), d.sequence())
-            })
-            .collect();
+        let slots = clock_id_slots(&layout, &all);
         assert_eq!(
             slots,
             [(10, 0, 0), (10, 0, 1), (10, 1, 0), (10, 1, 1), (11, 1, 0)]
@@ -335,13 +333,7 @@ fn next_clock_on_the_highest_clock_id_never_wraps_down() {
         let moved = move_clock_when_full(&*generator, &clock, &done, 2, used_up);
         let per_thread: Vec<Vec<Got>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let all = check(&layout, &per_thread, generator.last_id(), Rules::STRICT);
-        let slots: Vec<(u64, u64, u64)> = all
-            .iter()
-            .map(|&id| {
-                let d = decode(&layout, id);
-                (d.timestamp(), d.clock_id(), d.sequence())
-            })
-            .collect();
+        let slots = clock_id_slots(&layout, &all);
         assert_eq!(slots, [(10, 1, 0), (10, 1, 1), (11, 1, 0)]);
         assert_eq!(moved, 1);
         let stats = generator.stats().unwrap();
