@@ -144,6 +144,14 @@ pub enum InvalidState {
 /// (at most an hour) ahead of a clock set back by most of a day passes.
 /// [`InvalidState::Replace`] overrides both.
 ///
+/// Building blocks for the store's first load and save; the writer then
+/// saves on its own thread. Dropping the generator stops the writer and
+/// waits for its final save (the exact last timestamp issued): at most the
+/// save in progress plus that one, for a [`FileStore`] a write, an fsync and
+/// a rename each, usually a few milliseconds. Inside an async runtime that
+/// is how long a drop holds its executor thread; with a store that can be
+/// slow, drop the generator in `spawn_blocking`.
+///
 /// ```
 /// use flakeid::{Generator, Layout, Persist};
 /// use std::time::Duration;
