@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 use flakeid::{
     BuildError, FileStore, GenerateError, Generator, Id, InvalidState, Layout, ManualClock,
@@ -42,16 +42,53 @@ fn multi_clock() -> Layout {
         .unwrap()
 }
 
+/// Taken shared by every test with a state directory, and exclusively by the
+/// tests that start processes.
+///
+/// The tests run as threads of one process. A child process holds a copy of
+/// each file this process has open, each store's lock included, from its
+/// fork until its exec. A test that drops a generator and builds another on
+/// the same file would meanwhile find its own lock held. `FileStore` waits
+/// 250 ms for such a copy to go, which would make the test depend on the child
+/// being scheduled within that real-time window.
+static PROCESSES: RwLock<()> = RwLock::new(());
+
+/// A test's turn with respect to [`PROCESSES`], held as long as its directory.
+#[expect(dead_code, reason = "held for its drop")]
+enum Turn {
+    Shared(RwLockReadGuard<'static, ()>),
+    Exclusive(RwLockWriteGuard<'static, ()>),
+}
+
 /// A fresh directory for one test, removed when dropped.
-struct TempDir(PathBuf);
+struct TempDir(
+    PathBuf,
+    #[expect(dead_code, reason = "held for its drop")] Turn,
+);
 
 impl TempDir {
+    /// For a test that starts no process.
     fn new(name: &str) -> TempDir {
+        TempDir::with(
+            name,
+            Turn::Shared(PROCESSES.read().unwrap_or_else(PoisonError::into_inner)),
+        )
+    }
+
+    /// For a test that starts processes: none of the others runs meanwhile.
+    fn starting_processes(name: &str) -> TempDir {
+        TempDir::with(
+            name,
+            Turn::Exclusive(PROCESSES.write().unwrap_or_else(PoisonError::into_inner)),
+        )
+    }
+
+    fn with(name: &str, turn: Turn) -> TempDir {
         let dir =
             std::env::temp_dir().join(format!("flakeid-restart-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
+        TempDir(dir, turn)
     }
 
     fn file(&self) -> PathBuf {
@@ -378,18 +415,43 @@ fn damaged_or_foreign_state_is_refused_until_an_operator_overrides_it() {
     assert_eq!(ts(g.layout(), g.next_id()), tick(T) + 60_001);
 }
 
+/// How long `FileStore::open` waits for a lock that is being released.
+const LOCK_GRACE: Duration = Duration::from_millis(250);
+
 #[test]
 fn a_lock_released_a_moment_later_is_taken() {
     let dir = TempDir::new("lock-grace");
-    let first = FileStore::open(dir.file()).unwrap();
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            drop(first);
+    // A thread releases the lock 50 ms into the 250 ms grace: opening waits
+    // and takes it. A loaded machine may run that thread later than the
+    // grace, so only what the clock shows is asserted: a release before the
+    // deadline must be taken. A round whose release came too late proves
+    // nothing and is repeated.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let first = FileStore::open(dir.file()).unwrap();
+        let opening_at = Instant::now();
+        let (opened, released_at) = std::thread::scope(|s| {
+            let releaser = s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                drop(first);
+                Instant::now()
+            });
+            (FileStore::open(dir.file()), releaser.join().unwrap())
         });
-        // Released 50 ms into the 250 ms grace: opening waits and succeeds.
-        assert!(FileStore::open(dir.file()).is_ok());
-    });
+        match opened {
+            Ok(_) => return,
+            Err(StateError::Locked { .. }) => assert!(
+                released_at > opening_at + LOCK_GRACE,
+                "released {:?} after opening began, yet not taken",
+                released_at - opening_at
+            ),
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "for a minute, no release came within the grace: the machine is stuck"
+        );
+    }
 }
 
 #[test]
@@ -427,7 +489,7 @@ fn umount(dir: &Path) {
 
 #[test]
 fn an_unwritable_directory_fails_the_build() {
-    let dir = TempDir::new("readonly");
+    let dir = TempDir::starting_processes("readonly");
     let ro = dir.0.join("ro");
     std::fs::create_dir_all(&ro).unwrap();
     // Root ignores permission bits, so use a read-only filesystem when we can.
@@ -478,7 +540,7 @@ fn is_root() -> bool {
 
 #[test]
 fn a_full_disk_fails_the_build() {
-    let dir = TempDir::new("full");
+    let dir = TempDir::starting_processes("full");
     let small = dir.0.join("small");
     std::fs::create_dir_all(&small).unwrap();
     if !mount(&[
@@ -574,19 +636,27 @@ fn no_id_passes_the_saved_mark_and_a_failing_store_stops_issuance() {
     assert!(issued_ts > tick(T) + 100, "timestamps did not run ahead");
 
     // Storage fails: IDs continue up to the saved mark, then try_next_id
-    // reports the failure and nothing beyond the mark is issued.
+    // reports the failure and nothing beyond the mark was issued. The mark
+    // is read after the report: a save that began before the failure may end
+    // after it and raise the mark, but once a save has failed, every earlier
+    // one has ended (the writer saves one at a time).
     fail.store(true, Ordering::SeqCst);
-    let mark = saved_max.load(Ordering::SeqCst);
+    let mut highest = 0;
     let err = loop {
         match g.try_next_ids(4096) {
             Ok(batch) => {
                 for id in batch {
-                    assert!(ts(g.layout(), id) <= mark);
+                    highest = highest.max(ts(g.layout(), id));
                 }
             }
             Err(e) => break e,
         }
     };
+    let mark = saved_max.load(Ordering::SeqCst);
+    assert!(
+        highest <= mark,
+        "issued tick {highest} past the mark {mark}"
+    );
     assert!(
         matches!(err, GenerateError::Storage(StateError::Io { .. })),
         "{err}"
@@ -603,26 +673,53 @@ fn no_id_passes_the_saved_mark_and_a_failing_store_stops_issuance() {
     assert!(ts(g.layout(), id) <= saved_max.load(Ordering::SeqCst));
 }
 
-/// A store that fails while told to, counting the attempts.
-struct Failing {
-    fail: Arc<AtomicBool>,
-    attempts: Arc<AtomicU64>,
+/// A store in an outage: while it lasts, every save fails and is noted with
+/// the time it was tried. The outage ends on its own at the first save
+/// after the caller has waited through [`FAILED_WHILE_WAITING`] failed ones,
+/// so how long it lasts depends on the writer, not on a timer.
+#[derive(Clone, Default)]
+struct Outage(Arc<Mutex<OutageLog>>);
+
+#[derive(Default)]
+struct OutageLog {
+    on: bool,
+    caller_waiting: bool,
+    failed_while_waiting: usize,
+    /// When each save of the outage was tried (the last one succeeded).
+    tries: Vec<Instant>,
 }
 
-impl StateStore for Failing {
+/// The failed saves a caller waits through before the outage ends.
+const FAILED_WHILE_WAITING: usize = 3;
+
+impl Outage {
+    fn log(&self) -> std::sync::MutexGuard<'_, OutageLog> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl StateStore for Outage {
     fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
         Ok(None)
     }
 
     fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
-        if self.fail.load(Ordering::SeqCst) {
-            self.attempts.fetch_add(1, Ordering::SeqCst);
-            return Err(StateError::from_io(
-                "write (injected)",
-                &std::io::Error::from(std::io::ErrorKind::StorageFull),
-            ));
+        let mut log = self.log();
+        if !log.on {
+            return Ok(());
         }
-        Ok(())
+        log.tries.push(Instant::now());
+        if log.caller_waiting {
+            if log.failed_while_waiting == FAILED_WHILE_WAITING {
+                log.on = false;
+                return Ok(());
+            }
+            log.failed_while_waiting += 1;
+        }
+        Err(StateError::from_io(
+            "write (injected)",
+            &std::io::Error::from(std::io::ErrorKind::StorageFull),
+        ))
     }
 }
 
@@ -641,58 +738,76 @@ impl flakeid::Clock for Counted {
     }
 }
 
+/// How long the writer waits after the `n`th failed save in a row before
+/// it tries again: 10 ms, doubling up to 1 s.
+fn writer_backoff(n: usize) -> Duration {
+    Duration::from_millis(10 << (n - 1).min(7)).min(Duration::from_secs(1))
+}
+
 /// While storage fails, the writer retries after 10 ms, doubling to 1 s. A
 /// thread blocked in `next_id` meanwhile must not hurry it (a failing disk
 /// would be hit thousands of times a second), nor try more than about once
 /// a millisecond itself (every 50 µs costs a fifth of a core per thread).
+///
+/// Both are checked against events, not a span of real time: a loaded
+/// machine only lengthens the waits. The writer's tries must be at least its
+/// backoff apart, and the caller's clock readings at most a few per
+/// millisecond it waited.
 #[test]
 fn a_caller_waiting_out_a_storage_failure_neither_hurries_the_writer_nor_spins() {
-    let fail = Arc::new(AtomicBool::new(false));
-    let attempts = Arc::new(AtomicU64::new(0));
-    let store = Failing {
-        fail: fail.clone(),
-        attempts: attempts.clone(),
-    };
+    let outage = Outage::default();
     let clock = Counted {
         clock: ManualClock::new(T),
         reads: Arc::default(),
     };
     let g = Generator::builder(layout())
         .clock(clock.clone())
-        .persist(Persist::store(store).window(Duration::from_millis(5)))
+        .persist(Persist::store(outage.clone()).window(Duration::from_millis(5)))
         .build()
         .unwrap();
     g.next_id();
-    fail.store(true, Ordering::SeqCst);
-    // Past the saved window: the next ID needs a save. Let the writer see
-    // the failure first.
+    outage.log().on = true;
+    // Past the saved window: the next ID needs a save, which fails.
     clock.clock.advance(Duration::from_secs(1));
-    assert!(matches!(g.poll_id(), Err(GenerateError::Reserving)));
-    std::thread::sleep(Duration::from_millis(20));
+    assert!(matches!(
+        g.poll_id(),
+        Err(GenerateError::Reserving | GenerateError::Storage(_))
+    ));
+    // try_next_id waits for the writer's first try, and reports its failure.
     assert!(matches!(g.try_next_id(), Err(GenerateError::Storage(_))));
-    let (reads_before, attempts_before) = (
-        clock.reads.load(Ordering::Relaxed),
-        attempts.load(Ordering::SeqCst),
-    );
-    let started = std::time::Instant::now();
-    let id = std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(400));
-            fail.store(false, Ordering::SeqCst);
-        });
-        g.next_id()
-    });
+    outage.log().caller_waiting = true;
+    let reads_before = clock.reads.load(Ordering::Relaxed);
+    let started = Instant::now();
+    let id = g.next_id();
     let waited_ms = started.elapsed().as_millis() as u64;
     assert_eq!(ts(g.layout(), id), tick(T + 1_000));
-    // Backing off, the writer tries at about 10, 30, 70, 150, 310 and 630 ms.
-    let tried = attempts.load(Ordering::SeqCst) - attempts_before;
-    assert!(tried <= 12, "{tried} save attempts in {waited_ms} ms");
-    // At most two readings per attempt and an attempt about every
-    // millisecond (a loaded machine only makes fewer).
+    let log = outage.log();
+    assert!(!log.on, "the ID came before the outage ended");
+    // A try may come early once: the wake-up the first request sent may find
+    // the writer awake, and end its first backoff at once. A caller hurrying
+    // the writer would end nearly every one early.
+    let gaps: Vec<Duration> = log.tries.windows(2).map(|w| w[1] - w[0]).collect();
+    let early = (1..)
+        .zip(&gaps)
+        .filter(|&(failed, &gap)| gap < writer_backoff(failed))
+        .count();
+    assert!(
+        early <= 1,
+        "{early} of {} tries came before the writer's backoff ended: {gaps:?}",
+        gaps.len()
+    );
+    // Two readings per attempt (three leave room), and an attempt at most
+    // once a millisecond (sleeps never end early), plus the attempts at the
+    // start and at the end of the wait. Spinning would try many times a
+    // millisecond.
     let reads = clock.reads.load(Ordering::Relaxed) - reads_before;
     assert!(
-        reads <= 3 * waited_ms,
+        reads <= 3 * (waited_ms + 2),
         "{reads} clock readings in {waited_ms} ms of waiting"
+    );
+    eprintln!(
+        "{} tries {gaps:?} apart; {reads} clock readings in {waited_ms} ms",
+        log.tries.len()
     );
 }
 
@@ -1071,7 +1186,7 @@ fn assert_not_a_file(result: Result<Generator<ManualClock>, BuildError>, path: &
 /// directory.
 #[test]
 fn a_state_path_that_is_not_a_regular_file_is_refused() {
-    let dir = TempDir::new("not-a-file");
+    let dir = TempDir::starting_processes("not-a-file");
     let state = dir.file();
     mkfifo(&state);
     assert_not_a_file(build_at(&state), &state);
@@ -1116,7 +1231,7 @@ fn a_state_file_larger_than_any_state_is_refused_without_reading_it_all() {
 
 #[test]
 fn a_state_path_that_names_no_file_creates_nothing() {
-    let dir = TempDir::new("no-file-name");
+    let dir = TempDir::starting_processes("no-file-name");
     let trailing = PathBuf::from(format!("{}/", dir.0.display()));
     for path in [trailing, dir.0.join(".."), PathBuf::from("/")] {
         assert_not_a_file(build_at(&path), &path);
