@@ -139,11 +139,11 @@ mod id;
 mod id_string;
 mod layout;
 // The loom models' way in to crate-private parts; never in a user's build.
+#[cfg(any(feature = "etcd", feature = "redis"))]
+mod lease;
 #[cfg(flakeid_loom)]
 #[doc(hidden)]
 pub mod loom_hooks;
-#[cfg(any(feature = "etcd", feature = "redis"))]
-mod lease;
 pub mod node_id;
 mod persist;
 mod primitive;
