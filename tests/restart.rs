@@ -1260,3 +1260,42 @@ fn empty_path_child() {
     }
     assert_not_a_file(build_at(Path::new("")), Path::new(""));
 }
+
+/// A store slower than the window: every save takes 20 ms, the window is
+/// 1 ms, the clock is the real one. Before the writer covered its own save
+/// time, the clock had always passed a new mark by the time the mark was
+/// published, the caller asked again, and nothing was ever issued (a
+/// livelock the crash test found on an overloaded machine). The 60 s limit
+/// only turns such a hang into a failure; a pass takes a few saves.
+#[test]
+fn a_store_slower_than_the_window_still_lets_ids_through() {
+    #[derive(Default)]
+    struct Slow(Option<Vec<u8>>);
+
+    impl StateStore for Slow {
+        fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
+            Ok(self.0.clone())
+        }
+
+        fn save(&mut self, state: &[u8]) -> Result<(), StateError> {
+            std::thread::sleep(Duration::from_millis(20));
+            self.0 = Some(state.to_vec());
+            Ok(())
+        }
+    }
+
+    let generator = Generator::builder(layout())
+        .node_id(1)
+        .persist(Persist::store(Slow::default()).window(Duration::from_millis(1)))
+        .build()
+        .unwrap();
+    let (sent, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ids: Vec<Id> = (0..3).map(|_| generator.next_id()).collect();
+        let _ = sent.send(ids);
+    });
+    let ids = got
+        .recv_timeout(Duration::from_secs(60))
+        .expect("no ID within 60 s: generation is chasing a store slower than the window");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+}

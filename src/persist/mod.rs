@@ -222,7 +222,10 @@ impl Persist {
 
     /// How far ahead of the timestamps in use the mark is saved (default 1 s,
     /// at least one tick, at most one hour: building fails with
-    /// [`BuildError::WindowTooLong`] past that). The writer saves about twice
+    /// [`BuildError::WindowTooLong`] past that). A window shorter than twice
+    /// the time the store takes to save is lengthened to that (measured at
+    /// each save, at most to one second), so generation keeps up with a slow
+    /// store instead of chasing the clock. The writer saves about twice
     /// per window while IDs are being made, and not at all while none are.
     /// After a crash, a restart within the window starts after the saved
     /// mark, which may be up to one window ahead of the clock.
@@ -361,7 +364,10 @@ impl Reservation {
 
     /// The new marks a save should make, or `None` if none is due. Marks
     /// stop at the layout's last timestamp: no ID needs more.
-    fn due(&self) -> Option<Vec<(usize, u64)>> {
+    /// `slack`: ticks a new mark reaches ahead at least, for the time a save
+    /// takes ([`SaveTimer::slack`]); the window if that is more.
+    fn due(&self, slack: u64) -> Option<Vec<(usize, u64)>> {
+        let ahead = self.window.max(slack);
         let mut changes = Vec::new();
         for (c, (wanted, ceiling)) in self.wanted.iter().zip(self.ceilings.iter()).enumerate() {
             let (w, ceil) = (
@@ -369,7 +375,7 @@ impl Reservation {
                 ceiling.load(Ordering::Relaxed),
             );
             if w > ceil {
-                changes.push((c, w.saturating_add(self.window).min(self.last)));
+                changes.push((c, w.saturating_add(ahead).min(self.last)));
             }
         }
         let active = self.active.load(Ordering::Relaxed) as usize;
@@ -378,7 +384,7 @@ impl Reservation {
             // Ahead of use: renew once half the window is consumed (unless
             // the mark already stands at the layout's end).
             let ceiling = ceiling.load(Ordering::Relaxed);
-            let mark = latest.saturating_add(self.window).min(self.last);
+            let mark = latest.saturating_add(ahead).min(self.last);
             if latest.saturating_add(self.window / 2) >= ceiling && mark > ceiling {
                 match changes.iter_mut().find(|(c, _)| *c == active) {
                     Some((_, m)) => *m = (*m).max(mark),
@@ -527,7 +533,9 @@ pub(crate) fn start(
         marks: Vec::new(),
     };
     template.marks = nonzero(&marks);
+    let timer = SaveTimer::start();
     guarded(|| store.save(&template.encode()))?;
+    let slack = timer.slack(unit, window);
 
     let reservation = Arc::new(Reservation {
         ceilings: marks.iter().map(|&m| AtomicU64::new(m)).collect(),
@@ -553,6 +561,8 @@ pub(crate) fn start(
         template,
         marks,
         poll,
+        unit,
+        slack,
     };
     let thread = thread::Builder::new()
         .name("flakeid-persist".into())
@@ -662,6 +672,54 @@ struct Writer {
     /// The saved marks, per clock id.
     marks: Vec<u64>,
     poll: Duration,
+    /// The layout's time unit (ms).
+    unit: u64,
+    /// Ticks each new mark reaches ahead at least, for the time the save
+    /// itself takes ([`SaveTimer::slack`]).
+    slack: u64,
+}
+
+/// Times a save, so that the next mark reaches at least as far ahead as a
+/// save takes (twice over).
+///
+/// Without it a store slower than the window livelocks generation: the
+/// writer reserves the tick a caller asked for plus the window, the save
+/// outlasts the window, the clock has passed the new mark by the time it is
+/// published, the caller asks again, and nothing is ever issued.
+struct SaveTimer {
+    #[cfg(not(flakeid_loom))]
+    began: std::time::Instant,
+}
+
+impl SaveTimer {
+    fn start() -> SaveTimer {
+        SaveTimer {
+            #[cfg(not(flakeid_loom))]
+            began: std::time::Instant::now(),
+        }
+    }
+
+    /// Twice the save's duration in ticks (rounded up), at most the larger
+    /// of the window and one second: a stalled save must not push later
+    /// marks far ahead (a crash forfeits the reserved ticks). 0 under loom,
+    /// whose models need the same marks in every run.
+    fn slack(&self, unit_ms: u64, window: u64) -> u64 {
+        #[cfg(flakeid_loom)]
+        let _ = self;
+        #[cfg(flakeid_loom)]
+        return {
+            let _ = (unit_ms, window);
+            0
+        };
+        #[cfg(not(flakeid_loom))]
+        {
+            let micros = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
+            let ticks = micros
+                .saturating_mul(2)
+                .div_ceil(unit_ms.saturating_mul(1000));
+            ticks.min(window.max(1000_u64.div_ceil(unit_ms)))
+        }
+    }
 }
 
 impl Writer {
@@ -673,7 +731,7 @@ impl Writer {
                 self.save_final();
                 return;
             }
-            let Some(changes) = r.due() else {
+            let Some(changes) = r.due(self.slack) else {
                 thread::park_timeout(self.poll);
                 continue;
             };
@@ -687,8 +745,10 @@ impl Writer {
                     r.ceilings[c].store(marks[c], Ordering::Release);
                 }
             }
+            let timer = SaveTimer::start();
             match self.save(&marks, r.active.load(Ordering::Relaxed)) {
                 Ok(()) => {
+                    self.slack = timer.slack(self.unit, r.window);
                     for &(c, _) in &changes {
                         r.ceilings[c].store(marks[c], Ordering::Release);
                     }
