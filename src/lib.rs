@@ -65,9 +65,10 @@
 //!    `OnExhausted::NextClock`, a generator whose clock reads behind the
 //!    saved mark it starts after continues in the mark's tick under clock
 //!    ids no predecessor used there, instead of waiting for the clock to
-//!    reach it. That tick is at most one reservation window past the latest
-//!    clock reading or timestamp its predecessor had, so each quick restart
-//!    with the clock still behind can add up to a window.
+//!    reach it. That tick is at most one reservation window (as
+//!    [`Persist::window`] says, lengthened for a store slower than it) past
+//!    the latest clock reading or timestamp its predecessor had, so each
+//!    quick restart with the clock still behind can add up to a window.
 //! 5. **Bad input is an error, not a panic**: layouts, node ids, clock ids,
 //!    strings and saved state are validated with typed errors
 //!    ([`LayoutError`], [`FieldError`], [`BuildError`], [`NodeIdError`],
