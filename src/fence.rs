@@ -308,10 +308,18 @@ impl Fence {
     /// ticket taken before the deadline never confirms again. Only a fresh
     /// claim ([`open`](Fence::open)) reopens it.
     pub(crate) fn extend(&self, valid_until_ns: u64, ceiling: u64) -> bool {
+        self.extend_if(valid_until_ns, ceiling, |until| {
+            until != 0 && self.now_ns() < until
+        })
+    }
+
+    /// Pushes the deadline to `valid_until_ns` and raises the ceiling if the
+    /// current deadline passes `open`.
+    fn extend_if(&self, valid_until_ns: u64, ceiling: u64, open: impl Fn(u64) -> bool) -> bool {
         let extended =
             self.valid_until
                 .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
-                    (until != 0 && self.now_ns() < until).then_some(until.max(valid_until_ns))
+                    open(until).then_some(until.max(valid_until_ns))
                 });
         if extended.is_ok() {
             self.ceiling.fetch_max(ceiling, Ordering::Release);
@@ -419,14 +427,7 @@ impl Fence {
     /// `extend` as it was before issue 12: any non-zero deadline is pushed
     /// forward, so a renewal answered after the deadline reopens the fence.
     pub(crate) fn broken_extend_any_open(&self, valid_until_ns: u64, ceiling: u64) {
-        let extended =
-            self.valid_until
-                .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
-                    (until != 0).then_some(until.max(valid_until_ns))
-                });
-        if extended.is_ok() {
-            self.ceiling.fetch_max(ceiling, Ordering::Release);
-        }
+        self.extend_if(valid_until_ns, ceiling, |until| until != 0);
     }
 }
 

@@ -102,6 +102,15 @@ impl Drop for TempDir {
     }
 }
 
+/// Node 7 on `layout()` and `clock`, persisted as `persist` says.
+fn node_7(clock: &ManualClock, persist: Persist) -> Result<Generator<ManualClock>, BuildError> {
+    Generator::builder(layout())
+        .node_id(7)
+        .clock(clock.clone())
+        .persist(persist)
+        .build()
+}
+
 /// The `mark C T` lines of a saved state.
 fn marks(text: &str) -> Vec<(u64, u64)> {
     text.lines()
@@ -340,13 +349,7 @@ fn the_next_clock_id_rule_issues_at_the_real_time_and_respects_old_marks() {
 fn damaged_or_foreign_state_is_refused_until_an_operator_overrides_it() {
     let dir = TempDir::new("damaged");
     let clock = ManualClock::new(T);
-    let build = |persist: Persist| {
-        Generator::builder(layout())
-            .node_id(7)
-            .clock(clock.clone())
-            .persist(persist)
-            .build()
-    };
+    let build = |persist: Persist| node_7(&clock, persist);
     drop(build(Persist::file(dir.file())).unwrap());
     let good = std::fs::read(dir.file()).unwrap();
     let state_err = |r: Result<Generator<ManualClock>, BuildError>| match r {
@@ -882,13 +885,7 @@ const YEAR_2200_MS: u64 = 7_258_118_400_000;
 fn a_mark_past_the_layouts_end_or_far_ahead_of_the_clock_is_refused_at_build() {
     let dir = TempDir::new("marks-out-of-range");
     let clock = ManualClock::new(T);
-    let build = |persist: Persist| {
-        Generator::builder(layout())
-            .node_id(7)
-            .clock(clock.clone())
-            .persist(persist)
-            .build()
-    };
+    let build = |persist: Persist| node_7(&clock, persist);
     drop(build(Persist::file(dir.file())).unwrap());
     let last = layout().timestamp_at(layout().last_ms()).unwrap();
     let day = 24 * 3_600_000;

@@ -15,7 +15,7 @@ use etcd_client::{
 };
 use tokio::runtime::Runtime;
 
-use super::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
+use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
 use crate::error::LeaseError;
 
 pub(crate) struct EtcdStore {
@@ -26,9 +26,8 @@ pub(crate) struct EtcdStore {
     client: Option<Client>,
     prefix: String,
     ttl_secs: i64,
-    timeout: Duration,
-    /// While set, no call runs past it.
-    deadline: Option<Instant>,
+    /// Bounds each call.
+    limit: CallLimit,
     token: String,
     /// The keep-alive stream of the lease being renewed.
     keep_alive: Option<(i64, LeaseKeeper, LeaseKeepAliveStream)>,
@@ -61,8 +60,10 @@ impl EtcdStore {
             client: None,
             prefix: prefix.trim_end_matches('/').to_owned(),
             ttl_secs,
-            timeout: settings.connect_timeout,
-            deadline: None,
+            limit: CallLimit {
+                timeout: settings.connect_timeout,
+                deadline: None,
+            },
             token,
             keep_alive: None,
         })
@@ -76,17 +77,6 @@ impl EtcdStore {
         format!("{}/marks/{node}", self.prefix)
     }
 
-    /// How long the next call may take: the timeout, or less if the
-    /// deadline is nearer.
-    fn budget(&self) -> Duration {
-        match self.deadline {
-            Some(deadline) => self
-                .timeout
-                .min(deadline.saturating_duration_since(Instant::now())),
-            None => self.timeout,
-        }
-    }
-
     /// Runs one request on the runtime (connecting first if needed), all
     /// within the budget.
     fn call<T, F, Fut>(&mut self, what: &str, request: F) -> Result<T, LeaseError>
@@ -94,7 +84,7 @@ impl EtcdStore {
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let budget = self.budget();
+        let budget = self.limit.budget();
         if budget.is_zero() {
             return Err(self.timed_out(what));
         }
@@ -140,7 +130,7 @@ impl EtcdStore {
         self.keep_alive = None;
         LeaseError::Unreachable {
             server: self.server.clone(),
-            waited: self.timeout,
+            waited: self.limit.timeout,
             reason,
         }
     }
@@ -308,11 +298,11 @@ fn parse_u64(s: &str) -> Option<u64> {
 
 impl Store for EtcdStore {
     fn set_timeout(&mut self, timeout: Duration) {
-        self.timeout = timeout;
+        self.limit.timeout = timeout;
     }
 
     fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.deadline = deadline;
+        self.limit.deadline = deadline;
     }
 
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
@@ -357,7 +347,7 @@ impl Store for EtcdStore {
                 })?;
             self.keep_alive = Some((lease, keeper, stream));
         }
-        let timeout = self.budget();
+        let timeout = self.limit.budget();
         let Some((_, keeper, stream)) = &mut self.keep_alive else {
             return Ok(false);
         };

@@ -151,6 +151,29 @@ impl fmt::Debug for WallClock {
     }
 }
 
+/// What bounds a store's next call: its timeout, and the deadline of the
+/// operation it belongs to, while one is set. The etcd and Redis stores keep
+/// one each and set it from [`Store::set_timeout`] and [`Store::set_deadline`].
+#[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallLimit {
+    pub(crate) timeout: Duration,
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl CallLimit {
+    /// How long the next call may take: the timeout, or less if the
+    /// deadline is nearer.
+    pub(crate) fn budget(&self) -> Duration {
+        match self.deadline {
+            Some(deadline) => self
+                .timeout
+                .min(deadline.saturating_duration_since(Instant::now())),
+            None => self.timeout,
+        }
+    }
+}
+
 /// A lease's configuration, checked against the generator.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {

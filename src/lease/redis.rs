@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, ErrorKind, RedisError, Script, ServerErrorKind};
 
-use super::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
+use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
 use crate::error::LeaseError;
 
 /// Shared by the scripts: `a < b` for decimal strings without leading zeros.
@@ -98,9 +98,8 @@ pub(crate) struct RedisStore {
     connection: Option<Connection>,
     prefix: String,
     ttl_ms: u64,
-    timeout: Duration,
-    /// While set, no call runs past it.
-    deadline: Option<Instant>,
+    /// Bounds each call.
+    limit: CallLimit,
     token: String,
     claim: Script,
     renew: Script,
@@ -131,8 +130,10 @@ impl RedisStore {
             connection: None,
             prefix: prefix.to_owned(),
             ttl_ms: ttl_ms(settings.ttl),
-            timeout: settings.connect_timeout,
-            deadline: None,
+            limit: CallLimit {
+                timeout: settings.connect_timeout,
+                deadline: None,
+            },
             token,
             claim: Script::new(&format!("{LESS}{CLAIM}")),
             renew: Script::new(&format!("{LESS}{RENEW}")),
@@ -147,17 +148,6 @@ impl RedisStore {
         )
     }
 
-    /// How long the next call may take: the timeout, or less if the
-    /// deadline is nearer.
-    fn budget(&self) -> Duration {
-        match self.deadline {
-            Some(deadline) => self
-                .timeout
-                .min(deadline.saturating_duration_since(Instant::now())),
-            None => self.timeout,
-        }
-    }
-
     /// Runs one script call on the connection (made first if needed), all
     /// within the budget: the socket timeouts are what is left of it.
     fn call<T>(
@@ -166,7 +156,7 @@ impl RedisStore {
         run: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, LeaseError> {
         let begun = Instant::now();
-        let budget = self.budget();
+        let budget = self.limit.budget();
         if budget.is_zero() {
             return Err(self.unreachable(what, "no time left".into()));
         }
@@ -196,7 +186,7 @@ impl RedisStore {
         self.connection = None;
         LeaseError::Unreachable {
             server: self.server.clone(),
-            waited: self.timeout,
+            waited: self.limit.timeout,
             reason: format!("{what}: {reason}"),
         }
     }
@@ -247,11 +237,11 @@ fn parse_mark(what: &str, value: &str) -> Result<u64, LeaseError> {
 
 impl Store for RedisStore {
     fn set_timeout(&mut self, timeout: Duration) {
-        self.timeout = timeout;
+        self.limit.timeout = timeout;
     }
 
     fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.deadline = deadline;
+        self.limit.deadline = deadline;
     }
 
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
