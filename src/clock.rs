@@ -29,12 +29,60 @@ use crate::primitive::{AtomicBool, AtomicU64, Ordering};
 pub trait Clock: Send + Sync {
     /// The current time in milliseconds since 1970-01-01T00:00:00Z.
     fn now_ms(&self) -> u64;
+
+    /// A reading that may be older than [`now_ms`](Clock::now_ms) but costs
+    /// less: a value `now_ms` returned at some moment before this call (a
+    /// cached one). By default, `now_ms` itself.
+    ///
+    /// A generator reads it on its fast path and uses it only to continue
+    /// the tick it names, which is valid whenever the reading was taken;
+    /// every other decision (a new tick, a used-up sequence, a clock
+    /// behind) is made on `now_ms`. So an ID's timestamp lags its call by at
+    /// most the age of this reading, and never leads the clock.
+    /// [`MonotonicClock`] serves a reading that one thread per process
+    /// keeps fresh.
+    ///
+    /// ```
+    /// use flakeid::Clock;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// /// A clock whose cheap reading is a value someone stored earlier.
+    /// struct Cached {
+    ///     now: AtomicU64,
+    ///     stored: AtomicU64,
+    /// }
+    ///
+    /// impl Clock for Cached {
+    ///     fn now_ms(&self) -> u64 {
+    ///         let now = self.now.load(Ordering::Relaxed);
+    ///         self.stored.fetch_max(now, Ordering::Relaxed);
+    ///         now
+    ///     }
+    ///     fn recent_ms(&self) -> u64 {
+    ///         self.stored.load(Ordering::Relaxed)
+    ///     }
+    /// }
+    ///
+    /// let clock = Cached { now: AtomicU64::new(5), stored: AtomicU64::new(0) };
+    /// assert_eq!(clock.recent_ms(), 0);
+    /// assert_eq!(clock.now_ms(), 5);
+    /// assert_eq!(clock.recent_ms(), 5);
+    /// ```
+    #[inline]
+    fn recent_ms(&self) -> u64 {
+        self.now_ms()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
     #[inline]
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
+    }
+
+    #[inline]
+    fn recent_ms(&self) -> u64 {
+        (**self).recent_ms()
     }
 }
 
@@ -43,12 +91,22 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }
+
+    #[inline]
+    fn recent_ms(&self) -> u64 {
+        (**self).recent_ms()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Box<C> {
     #[inline]
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
+    }
+
+    #[inline]
+    fn recent_ms(&self) -> u64 {
+        (**self).recent_ms()
     }
 }
 

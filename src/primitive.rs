@@ -122,6 +122,16 @@ impl Deadline {
         };
     }
 
+    /// The time left (under loom, a token millisecond until it expires).
+    pub(crate) fn remaining(&self) -> Duration {
+        #[cfg(not(flakeid_loom))]
+        return self.at.map_or(Duration::MAX, |at| {
+            at.saturating_duration_since(std::time::Instant::now())
+        });
+        #[cfg(flakeid_loom)]
+        return Duration::from_millis(u64::from(self.checks_left.get() > 0));
+    }
+
     pub(crate) fn has_passed(&self) -> bool {
         #[cfg(not(flakeid_loom))]
         return self.at.is_some_and(|at| std::time::Instant::now() >= at);

@@ -1,20 +1,14 @@
 //! The lock-free generator: one padded `AtomicU64`, advanced by compare-and-swap.
 
-use std::fmt;
-
-use crossbeam_utils::CachePadded;
-
-use super::plan::{Gate, Plan, Stall, Step};
-use super::stats::{Counters, Stats};
-use super::wait::{self, Mode, Reserve};
-use super::{Builder, IdBatch, IdGenerator, Parts};
+use super::core::{AtomicCell, Core};
+use super::stats::Stats;
+use super::{Builder, Components, IdBatch, IdGenerator};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::GenerateError;
-use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
-use crate::persist::Persister;
-use crate::primitive::{AtomicU64, Backoff, Ordering};
+#[cfg(flakeid_loom)]
+use crate::primitive::Ordering;
 
 /// The lock-free ID generator. Share it by reference (or `Arc`) across threads.
 ///
@@ -40,32 +34,9 @@ use crate::primitive::{AtomicU64, Backoff, Ordering};
 /// # }
 /// ```
 pub struct Generator<C = MonotonicClock> {
-    /// The last ID handed out: the layout's fields in their ID positions.
-    /// For Twitter's layout:
-    ///
-    /// ```text
-    ///  63  62                        22 21      17 16      12 11          0
-    /// +---+----------------------------+----------+----------+-------------+
-    /// | 0 | timestamp (ms since epoch) | datactr  | worker   | sequence    |
-    /// +---+----------------------------+----------+----------+-------------+
-    /// ```
-    ///
-    /// A call stores its successor with one compare-and-swap: the next
-    /// sequence value in the same tick, or the first of a new tick. Every
-    /// successful CAS moves the word to a strictly larger value (except
-    /// `OnClockBehind::NextClock`, which moves the timestamp back with a fresh
-    /// clock id), so the IDs it hands out are unique and ordered by the CAS's
-    /// place in the word's modification order. The node id lives in the word
-    /// too, so a lease can switch it with one CAS, which issues nothing and
-    /// leaves the new node id's tick used up (a rotation moves it back in
-    /// time). Padded to its own cache line so neighbours do not share its
-    /// contention.
-    state: CachePadded<AtomicU64>,
-    plan: Plan,
-    clock: C,
-    counters: Option<Box<Counters>>,
-    persister: Option<Persister>,
-    keeper: Option<Box<dyn Keeper>>,
+    /// The state word in an `AtomicU64`, installed by compare-and-swap; its
+    /// layout is drawn on `Core::state`, its transitions in `plan.rs`.
+    pub(super) core: Core<AtomicCell, C>,
 }
 
 impl Generator {
@@ -91,14 +62,9 @@ impl Generator {
 }
 
 impl<C: Clock> Generator<C> {
-    pub(crate) fn from_parts(parts: Parts<C>) -> Self {
+    pub(crate) fn from_parts(parts: Components<C>) -> Self {
         Generator {
-            state: CachePadded::new(AtomicU64::new(parts.state)),
-            plan: parts.plan,
-            clock: parts.clock,
-            counters: parts.counters.then(Box::default),
-            persister: parts.persister,
-            keeper: parts.keeper,
+            core: Core::new(parts),
         }
     }
 
@@ -248,7 +214,7 @@ impl<C: Clock> Generator<C> {
 
     /// The layout this generator makes IDs for.
     pub fn layout(&self) -> &Layout {
-        &self.plan.layout
+        self.core.layout()
     }
 
     /// How many free node ids this generator's lease claims have passed over
@@ -277,27 +243,18 @@ impl<C: Clock> Generator<C> {
     #[cfg(any(feature = "etcd", feature = "redis"))]
     #[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
     pub fn lease_skipped_node_ids(&self) -> u64 {
-        self.plan.fence().map_or(0, crate::fence::Fence::skipped)
+        self.core.lease_skipped_node_ids()
     }
 
     /// The node id in the IDs (all node fields as one number): the
     /// configured one, or the one a lease holds now.
     pub fn node_id(&self) -> u64 {
-        // The state carries the node id, which a lease may change; before
-        // the first ID under a new lease, the lease's grant has it.
-        let id = match self.plan.leased_node_bits() {
-            Some(bits) => Id::from_u64(bits),
-            None => IdGenerator::last_id(self),
-        };
-        self.plan
-            .layout
-            .decode(id)
-            .map_or(self.plan.node_id, |d| d.node_id())
+        self.core.node_id()
     }
 
     /// The clock the generator reads.
     pub fn clock(&self) -> &C {
-        &self.clock
+        self.core.clock()
     }
 
     /// The generator's state: the largest ID issued so far, or a point it
@@ -318,56 +275,16 @@ impl<C: Clock> Generator<C> {
     /// # }
     /// ```
     pub fn last_id(&self) -> Id {
-        IdGenerator::last_id(self)
+        self.core.last_id()
     }
 
     /// The counters, if the builder turned them on.
     pub fn stats(&self) -> Option<Stats> {
-        IdGenerator::stats(self)
+        self.core.stats()
     }
 }
 
-impl<C: Clock> IdGenerator for Generator<C> {
-    fn layout(&self) -> &Layout {
-        &self.plan.layout
-    }
-
-    fn stats(&self) -> Option<Stats> {
-        self.counters.as_deref().map(Counters::snapshot)
-    }
-
-    fn last_id(&self) -> Id {
-        Id::from_u64(self.state.load(Ordering::Relaxed))
-    }
-
-    #[inline]
-    fn next_id(&self) -> Id {
-        wait::next_id(self)
-    }
-
-    #[inline]
-    fn try_next_id(&self) -> Result<Id, GenerateError> {
-        wait::try_next_id(self)
-    }
-
-    #[inline]
-    fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
-        wait::reserve_batch(self, n, Mode::Report)
-    }
-
-    #[inline]
-    fn next_ids(&self, n: usize) -> IdBatch {
-        match wait::reserve_batch(self, n, Mode::Wait) {
-            Ok(batch) => batch,
-            Err(e) => panic!("flakeid: {e}"),
-        }
-    }
-
-    #[inline]
-    fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
-        wait::poll_batch(self, n)
-    }
-}
+super::shell!(Generator);
 
 /// Deliberately broken variants, compiled only for the loom models, which must
 /// catch them (a model that passes on these has no teeth).
@@ -377,13 +294,14 @@ impl<C: Clock> Generator<C> {
     /// two racing threads can both install the same successor.
     #[doc(hidden)]
     pub fn broken_next_id_load_store(&self) -> Id {
-        let cur = self.state.load(Ordering::Relaxed);
-        match self.plan.advance(cur, self.clock.now_ms(), 1) {
+        let (word, plan) = (self.core.word(), self.core.plan());
+        let cur = word.load(Ordering::Relaxed);
+        match plan.advance(cur, self.clock().now_ms(), 1) {
             Ok(step) => {
-                self.state.store(step.next, Ordering::Relaxed);
+                word.store(step.next, Ordering::Relaxed);
                 Id::from_u64(step.first)
             }
-            Err(stall) => panic!("flakeid: {}", self.plan.error(stall)),
+            Err(stall) => panic!("flakeid: {}", plan.error(stall)),
         }
     }
 
@@ -393,217 +311,19 @@ impl<C: Clock> Generator<C> {
     /// changing the state and hands out the winner's ID again.
     #[doc(hidden)]
     pub fn broken_next_id_stale_retry(&self) -> Id {
-        let mut cur = self.state.load(Ordering::Acquire);
-        let step = match self.plan.advance(cur, self.clock.now_ms(), 1) {
+        let (word, plan) = (self.core.word(), self.core.plan());
+        let mut cur = word.load(Ordering::Acquire);
+        let step = match plan.advance(cur, self.clock().now_ms(), 1) {
             Ok(step) => step,
-            Err(stall) => panic!("flakeid: {}", self.plan.error(stall)),
+            Err(stall) => panic!("flakeid: {}", plan.error(stall)),
         };
         loop {
-            match self
-                .state
-                .compare_exchange(cur, step.next, Ordering::Release, Ordering::Acquire)
+            match word.compare_exchange(cur, step.next, Ordering::Release, Ordering::Acquire)
             {
                 Ok(_) => return Id::from_u64(step.first),
                 Err(actual) => cur = actual,
             }
         }
-    }
-}
-
-impl<C: Clock> Reserve for Generator<C> {
-    fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
-    fn counters(&self) -> Option<&Counters> {
-        self.counters.as_deref()
-    }
-
-    /// One compare-and-swap in the common case under load: the clock reads
-    /// the state's tick, which has room, and no lease is involved
-    /// ([`Plan::advance_in_tick`]). Everything else, including a lost race,
-    /// goes to the full loop, kept out of line so this stays short.
-    ///
-    /// The clock is read before the state is loaded, so that the CAS follows
-    /// the load at once: under contention, the shorter that window, the
-    /// fewer CASes lose. The short path only uses a reading equal to the
-    /// state's tick, to continue that tick, which is valid whenever it was
-    /// taken. The full loop reads the clock again, after the load: a reading
-    /// older than the state can pass for the clock stepping back, or, once
-    /// `OnClockBehind::NextClock` or a lease's rotation has moved the state
-    /// back in time, for the clock being past it (entering that tick would
-    /// put the timestamp ahead of the clock and undo the step; the loom
-    /// models of `NextClock` find this).
-    ///
-    /// Uniqueness and order need no more than Relaxed: IDs derive from this
-    /// word alone, and the single modification order of one atomic makes
-    /// every successful CAS start from the value the previous one stored.
-    /// The clock needs more. A successful CAS releases the clock reading its
-    /// tick came from, and every load of the state acquires, so a thread that
-    /// sees another's new tick then reads the clock at least as far along.
-    /// With Relaxed, a weakly ordered CPU may read the clock before the
-    /// state, find the clock behind a tick it never moved back from, and
-    /// report `ClockBehind` or bump the clock id for nothing (the loom model
-    /// `a_clock_that_only_moves_forward_is_never_reported_behind` finds this).
-    /// On x86 these orderings compile to the same instructions as Relaxed.
-    ///
-    /// Always inlined: a call and a returned `Step` in memory cost as much as
-    /// the rest of the fast path (measured with callgrind, `benches/README.md`).
-    #[inline(always)]
-    fn poll(&self, n: u64) -> Result<Step, Stall> {
-        // Checked once per call, so a generator without a lease runs a loop
-        // with the fence compiled out, and a leased one goes straight to it.
-        if self.plan.is_leased() {
-            let cur = self.state.load(Ordering::Acquire);
-            return self.poll_leased(n, cur, self.clock.now_ms());
-        }
-        let now = self.clock.now_ms();
-        let cur = self.state.load(Ordering::Acquire);
-        let Some(step) = self.plan.advance_in_tick(cur, now, n) else {
-            let now = self.clock.now_ms();
-            return self.poll_loop::<false>(n, cur, now, None);
-        };
-        match self
-            .state
-            .compare_exchange_weak(cur, step.next, Ordering::Release, Ordering::Acquire)
-        {
-            Ok(_) => {
-                self.issued(&step);
-                Ok(step)
-            }
-            Err(actual) => self.poll_loop::<false>(n, cur, now, Some(actual)),
-        }
-    }
-}
-
-impl<C: Clock> Generator<C> {
-    #[inline(never)]
-    fn poll_leased(&self, n: u64, cur: u64, now: u64) -> Result<Step, Stall> {
-        self.poll_loop::<true>(n, cur, now, None)
-    }
-
-    /// The compare-and-swap loop, from state `cur` and clock reading `now`;
-    /// `lost` is the state a first CAS from `cur` found instead.
-    ///
-    /// After a lost race the clock is read again only if the winner moved to
-    /// another tick; otherwise the earlier reading is still as good as any,
-    /// and skipping the read keeps the retry short. Before reporting a stall
-    /// on a reading that has aged through retries, one fresh reading is tried.
-    ///
-    /// `LEASED`: the node id is leased, so each attempt passes the fence
-    /// first and confirms its ticket after the CAS.
-    #[inline(never)]
-    fn poll_loop<const LEASED: bool>(
-        &self,
-        n: u64,
-        mut cur: u64,
-        mut now: u64,
-        lost: Option<u64>,
-    ) -> Result<Step, Stall> {
-        let mut fresh = true;
-        let backoff = Backoff::new();
-        if let Some(actual) = lost {
-            self.lost_race(&mut cur, actual, &mut now, &mut fresh, &backoff);
-        }
-        loop {
-            let ticket = if LEASED {
-                match self.plan.gate(cur)? {
-                    Gate::Pass(ticket) => ticket,
-                    Gate::Switch(switched) => {
-                        // A lease switched node ids: install that first, then
-                        // issue on a reading taken after it (a rotation moves
-                        // the state back in time, maybe before this reading).
-                        match self.state.compare_exchange(
-                            cur,
-                            switched,
-                            Ordering::Release,
-                            Ordering::Acquire,
-                        ) {
-                            Ok(_) => {
-                                cur = switched;
-                                now = self.clock.now_ms();
-                                fresh = true;
-                            }
-                            Err(actual) => {
-                                self.lost_race(&mut cur, actual, &mut now, &mut fresh, &backoff);
-                            }
-                        }
-                        continue;
-                    }
-                }
-            } else {
-                0
-            };
-            let step = match self.plan.advance(cur, now, n) {
-                Ok(step) => step,
-                Err(_) if !fresh => {
-                    now = self.clock.now_ms();
-                    fresh = true;
-                    continue;
-                }
-                Err(stall) => return Err(stall),
-            };
-            match self.state.compare_exchange_weak(
-                cur,
-                step.next,
-                Ordering::Release,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    if LEASED && !self.plan.confirm(ticket) {
-                        // Made under a lease that lapsed or was replaced
-                        // meanwhile: drop these IDs, check the fence again.
-                        self.plan.installed(&step);
-                        cur = step.next;
-                        continue;
-                    }
-                    self.issued(&step);
-                    return Ok(step);
-                }
-                Err(actual) => self.lost_race(&mut cur, actual, &mut now, &mut fresh, &backoff),
-            }
-        }
-    }
-
-    #[inline]
-    fn lost_race(
-        &self,
-        cur: &mut u64,
-        actual: u64,
-        now: &mut u64,
-        fresh: &mut bool,
-        backoff: &Backoff,
-    ) {
-        if self.plan.ts_of(actual) != self.plan.ts_of(*cur) {
-            *now = self.clock.now_ms();
-        } else {
-            *fresh = false;
-        }
-        *cur = actual;
-        backoff.spin();
-    }
-}
-
-/// With restart safety on, dropping the generator stops its writer after it
-/// saves the exact last timestamp issued; with a leased node id, the keeper
-/// records it in the store and gives the node id back.
-impl<C> Drop for Generator<C> {
-    fn drop(&mut self) {
-        let state = self.state.load(Ordering::Relaxed);
-        super::finish(&self.plan, state, self.persister.take(), self.keeper.take());
-    }
-}
-
-impl<C: Clock + fmt::Debug> fmt::Debug for Generator<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Generator")
-            .field("layout", &self.plan.layout)
-            .field("node_id", &self.plan.node_id)
-            .field("on_exhausted", &self.plan.on_exhausted)
-            .field("on_clock_behind", &self.plan.on_behind)
-            .field("last_id", &self.last_id())
-            .field("clock", &self.clock)
-            .finish_non_exhaustive()
     }
 }
 

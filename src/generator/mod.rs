@@ -1,6 +1,7 @@
 //! The generators, their common trait, configuration and batches.
 
 mod atomic;
+mod core;
 mod mutex;
 mod plan;
 mod policy;
@@ -26,6 +27,68 @@ use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::{self, Persist, Persister};
 use plan::{Plan, PlanConfig};
+
+/// The [`IdGenerator`] impl and `Debug` that a generator `$name` (a shell
+/// around a `core::Core` in its field `core`) gets from that core, so the
+/// two generators cannot differ in them.
+macro_rules! shell {
+    ($name:ident) => {
+        impl<C: $crate::clock::Clock> $crate::generator::IdGenerator for $name<C> {
+            fn layout(&self) -> &$crate::layout::Layout {
+                self.core.layout()
+            }
+
+            fn stats(&self) -> Option<$crate::generator::Stats> {
+                self.core.stats()
+            }
+
+            fn last_id(&self) -> $crate::id::Id {
+                self.core.last_id()
+            }
+
+            #[inline]
+            fn next_id(&self) -> $crate::id::Id {
+                $crate::generator::wait::next_id(&self.core)
+            }
+
+            #[inline]
+            fn try_next_id(&self) -> Result<$crate::id::Id, $crate::error::GenerateError> {
+                $crate::generator::wait::try_next_id(&self.core)
+            }
+
+            #[inline]
+            fn try_next_ids(
+                &self,
+                n: usize,
+            ) -> Result<$crate::generator::IdBatch, $crate::error::GenerateError> {
+                $crate::generator::wait::reserve_batch(&self.core, n, $crate::generator::wait::Mode::Report)
+            }
+
+            #[inline]
+            fn next_ids(&self, n: usize) -> $crate::generator::IdBatch {
+                match $crate::generator::wait::reserve_batch(&self.core, n, $crate::generator::wait::Mode::Wait) {
+                    Ok(batch) => batch,
+                    Err(e) => panic!("flakeid: {e}"),
+                }
+            }
+
+            #[inline]
+            fn poll_ids(
+                &self,
+                n: usize,
+            ) -> Result<$crate::generator::IdBatch, $crate::error::GenerateError> {
+                $crate::generator::wait::poll_batch(&self.core, n)
+            }
+        }
+
+        impl<C: $crate::clock::Clock + ::std::fmt::Debug> ::std::fmt::Debug for $name<C> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                self.core.fmt_as(stringify!($name), f)
+            }
+        }
+    };
+}
+use shell;
 
 /// What [`Generator`] and [`MutexGenerator`] have in common, so tests and
 /// benches are written once for both.
@@ -239,7 +302,7 @@ pub struct Builder<C = MonotonicClock> {
 }
 
 /// Everything a generator is made of, from [`Builder`].
-pub(crate) struct Parts<C> {
+pub(crate) struct Components<C> {
     pub(crate) plan: Plan,
     pub(crate) clock: C,
     pub(crate) counters: bool,
@@ -247,19 +310,6 @@ pub(crate) struct Parts<C> {
     pub(crate) persister: Option<Persister>,
     /// The node-id lease's keeper, released when the generator is dropped.
     pub(crate) keeper: Option<Box<dyn Keeper>>,
-}
-
-/// What a dropped generator in final state `state` leaves behind: restart
-/// safety's writer saves the exact last timestamp of its clock id, and a
-/// lease's keeper records the last one issued under the node id (when known)
-/// and gives the node id back.
-fn finish(plan: &Plan, state: u64, persister: Option<Persister>, keeper: Option<Box<dyn Keeper>>) {
-    if let Some(persister) = persister {
-        persister.finish(plan.clock_of(state), plan.ts_of(state));
-    }
-    if let Some(keeper) = keeper {
-        keeper.release(plan.last_issued(state));
-    }
 }
 
 impl Builder {
@@ -454,7 +504,7 @@ impl<C: Clock> Builder<C> {
         Ok(Generator::from_parts(parts))
     }
 
-    fn into_parts(self) -> Result<Parts<C>, BuildError> {
+    fn into_parts(self) -> Result<Components<C>, BuildError> {
         let mut config = self.config()?;
         #[cfg(any(feature = "etcd", feature = "redis"))]
         let keeper = match &self.lease {
@@ -484,7 +534,7 @@ impl<C: Clock> Builder<C> {
         let Some(persist) = &self.persist else {
             let plan = Plan::new(self.layout, config);
             let state = plan.initial_state();
-            return Ok(Parts {
+            return Ok(Components {
                 plan,
                 clock,
                 counters: self.counters,
@@ -510,7 +560,7 @@ impl<C: Clock> Builder<C> {
             Some(tick) => plan.state_after(tick),
             None => plan.initial_state(),
         };
-        Ok(Parts {
+        Ok(Components {
             plan,
             clock,
             counters: self.counters,

@@ -34,6 +34,10 @@ pub struct Stats {
     pub clock_behind: u64,
     /// Moves to a new clock id (`NextClock` policies).
     pub clock_id_bumps: u64,
+    /// Compare-and-swaps of the lock-free generator that lost a race with
+    /// another thread's (and were retried): a measure of contention. Always 0
+    /// for the mutex twin, whose threads wait for the lock instead.
+    pub lost_races: u64,
 }
 
 /// The live counters. `issued` is on the hot path, so it has a cache line of
@@ -45,6 +49,7 @@ pub(crate) struct Counters {
     borrowed_ticks: AtomicU64,
     clock_behind: AtomicU64,
     clock_id_bumps: AtomicU64,
+    lost_races: AtomicU64,
 }
 
 impl Counters {
@@ -72,6 +77,10 @@ impl Counters {
         self.waits.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn record_lost_race(&self) {
+        self.lost_races.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn record_behind(&self) {
         self.clock_behind.fetch_add(1, Ordering::Relaxed);
     }
@@ -83,6 +92,7 @@ impl Counters {
             borrowed_ticks: self.borrowed_ticks.load(Ordering::Relaxed),
             clock_behind: self.clock_behind.load(Ordering::Relaxed),
             clock_id_bumps: self.clock_id_bumps.load(Ordering::Relaxed),
+            lost_races: self.lost_races.load(Ordering::Relaxed),
         }
     }
 }

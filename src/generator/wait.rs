@@ -109,7 +109,9 @@ fn reserve<R: Reserve + ?Sized>(r: &R, n: u64, mode: Mode) -> Result<Step, Gener
     }
 }
 
-fn note_stall<R: Reserve + ?Sized>(r: &R, stall: Stall) {
+/// What an attempt's stall means for the call that made it: noted once per
+/// call (a clock behind is counted, a missing reservation asked for).
+pub(crate) fn note_stall<R: Reserve + ?Sized>(r: &R, stall: Stall) {
     match (r.counters(), stall) {
         (Some(c), Stall::Behind { .. }) => c.record_behind(),
         (_, Stall::Unreserved { clock, tick }) => {
@@ -121,6 +123,95 @@ fn note_stall<R: Reserve + ?Sized>(r: &R, stall: Stall) {
     }
 }
 
+/// The one place that decides, for a call that waits, how long to pause
+/// after a stall before trying again, or that the call gives up with an
+/// error. The blocking calls sleep the thread for that long ([`wait`]); the
+/// async ones sleep on tokio's timer (`wait_async.rs`).
+pub(crate) struct Waiting {
+    mode: Mode,
+    /// Set at the first stall under `OnClockBehind::Wait`.
+    deadline: Option<Deadline>,
+    /// Whether a pause was decided yet (the `waits` counter counts calls).
+    waited: bool,
+}
+
+impl Waiting {
+    /// A call that waits in `mode`, whose first attempt stalled already
+    /// (and was noted by [`poll`]).
+    pub(crate) fn new(mode: Mode) -> Waiting {
+        Waiting {
+            mode,
+            deadline: None,
+            waited: false,
+        }
+    }
+
+    /// How long to pause after `stall` before the next attempt, or the
+    /// error the call returns.
+    pub(crate) fn pause<R: Reserve + ?Sized>(
+        &mut self,
+        r: &R,
+        stall: Stall,
+    ) -> Result<Duration, GenerateError> {
+        let plan = r.plan();
+        let pause = match stall {
+            Stall::Expired => return Err(plan.error(stall)),
+            Stall::Exhausted { retry_ms } => {
+                if plan.on_exhausted == OnExhausted::Error {
+                    return Err(plan.error(stall));
+                }
+                Duration::from_millis(retry_ms)
+            }
+            Stall::Behind { behind_ms } => {
+                let OnClockBehind::Wait { max } = plan.on_behind else {
+                    return Err(plan.error(stall));
+                };
+                // The clock catches up at the rate of real time, so a gap
+                // wider than the allowed wait cannot close in time (unless
+                // someone steps the clock forward again, which we do not
+                // bet on).
+                let behind = Duration::from_millis(behind_ms);
+                if behind > max {
+                    return Err(plan.error(stall));
+                }
+                let deadline = self.deadline.get_or_insert_with(|| Deadline::after(max));
+                if deadline.has_passed() {
+                    return Err(plan.error(stall));
+                }
+                behind.min(deadline.remaining())
+            }
+            Stall::Unreserved { clock, tick } => {
+                // The writer was asked for it; wait for the save unless it is
+                // failing and the caller wants to hear about that.
+                if let (Mode::Report, GenerateError::Storage(e)) = (self.mode, plan.error(stall)) {
+                    return Err(GenerateError::Storage(e));
+                }
+                match plan.reservation() {
+                    Some(reservation) => {
+                        reservation.request(clock, tick);
+                        // The writer retries a failed save after 10 ms or
+                        // more: trying every other millisecond is plenty.
+                        Duration::from_millis(if reservation.is_failing() { 2 } else { 1 })
+                    }
+                    None => Duration::from_millis(1),
+                }
+            }
+            // The lease keeper reopens the fence after a fresh claim, which
+            // takes a round trip to the store.
+            Stall::Fenced if self.mode == Mode::Report => return Err(plan.error(stall)),
+            Stall::Fenced => Duration::from_millis(2),
+        };
+        if !self.waited {
+            self.waited = true;
+            if let Some(c) = r.counters() {
+                c.record_wait();
+            }
+        }
+        Ok(pause)
+    }
+}
+
+/// Waits through the stalls `mode` waits for, by pausing the thread.
 #[cold]
 #[inline(never)]
 fn wait<R: Reserve + ?Sized>(
@@ -130,62 +221,10 @@ fn wait<R: Reserve + ?Sized>(
     mode: Mode,
 ) -> Result<Step, GenerateError> {
     note_stall(r, stall);
-    let plan = r.plan();
+    let mut waiting = Waiting::new(mode);
     let backoff = Backoff::new();
-    let mut deadline = None;
-    let mut waited = false;
     loop {
-        let hint_ms = match stall {
-            Stall::Expired => return Err(plan.error(stall)),
-            Stall::Exhausted { retry_ms } => {
-                if plan.on_exhausted == OnExhausted::Error {
-                    return Err(plan.error(stall));
-                }
-                retry_ms
-            }
-            Stall::Behind { behind_ms } => {
-                let OnClockBehind::Wait { max } = plan.on_behind else {
-                    return Err(plan.error(stall));
-                };
-                // The clock catches up at the rate of real time, so a gap wider
-                // than the allowed wait cannot close in time (unless someone
-                // steps the clock forward again, which we do not bet on).
-                if Duration::from_millis(behind_ms) > max {
-                    return Err(plan.error(stall));
-                }
-                let deadline = deadline.get_or_insert_with(|| Deadline::after(max));
-                if deadline.has_passed() {
-                    return Err(plan.error(stall));
-                }
-                behind_ms
-            }
-            Stall::Unreserved { clock, tick } => {
-                // The writer was asked for it; wait for the save unless it is
-                // failing and the caller wants to hear about that.
-                if let (Mode::Report, GenerateError::Storage(e)) = (mode, plan.error(stall)) {
-                    return Err(GenerateError::Storage(e));
-                }
-                match plan.reservation() {
-                    Some(reservation) => {
-                        reservation.request(clock, tick);
-                        // The writer retries a failed save after 10 ms or
-                        // more: trying every millisecond is plenty.
-                        if reservation.is_failing() { 2 } else { 1 }
-                    }
-                    None => 1,
-                }
-            }
-            // The lease keeper reopens the fence after a fresh claim.
-            Stall::Fenced if mode == Mode::Report => return Err(plan.error(stall)),
-            Stall::Fenced => 2,
-        };
-        if !waited {
-            waited = true;
-            if let Some(c) = r.counters() {
-                c.record_wait();
-            }
-        }
-        pause(&backoff, hint_ms);
+        pause(&backoff, waiting.pause(r, stall)?);
         match r.poll(n) {
             Ok(step) => return Ok(step),
             Err(next) => stall = next,
@@ -197,16 +236,75 @@ fn wait<R: Reserve + ?Sized>(
 /// a clock far behind (set back by mistake) ends soon after it is corrected.
 pub(crate) const LONGEST_SLEEP: Duration = Duration::from_millis(100);
 
-/// Waits part of the way towards a condition expected in about `hint_ms`:
-/// sleep through all but the last millisecond (in slices of at most
-/// [`LONGEST_SLEEP`]), then spin and yield, then nap in short steps, so a
-/// waiting thread neither burns a core nor oversleeps a tick by much.
-fn pause(backoff: &Backoff, hint_ms: u64) {
-    if hint_ms >= 2 {
-        primitive::sleep(Duration::from_millis(hint_ms - 1).min(LONGEST_SLEEP));
+/// Pauses the thread part of the way towards a condition expected in about
+/// `pause`: sleep through all but the last millisecond (in slices of at
+/// most [`LONGEST_SLEEP`]), then spin and yield, then nap in short steps,
+/// so a waiting thread neither burns a core nor oversleeps a tick by much.
+fn pause(backoff: &Backoff, pause: Duration) {
+    const MS: Duration = Duration::from_millis(1);
+    if pause >= 2 * MS {
+        primitive::sleep((pause - MS).min(LONGEST_SLEEP));
     } else if !backoff.is_completed() {
         backoff.snooze();
     } else {
         primitive::sleep(Duration::from_micros(50));
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::generator::Generator;
+    use crate::layout::Layout;
+
+    /// The decisions both the blocking and the async calls follow: what each
+    /// stall costs in each mode.
+    #[test]
+    fn each_stall_pauses_or_reports_as_the_mode_and_policies_say() {
+        let ms = Duration::from_millis;
+        let layout = Layout::twitter();
+        let g = Generator::builder(layout.clone())
+            .clock(ManualClock::new(1_700_000_000_000))
+            .on_clock_behind(OnClockBehind::Wait { max: ms(50) })
+            .counters(true)
+            .build()
+            .unwrap();
+        let core = &g.core;
+        let unreserved = Stall::Unreserved { clock: 0, tick: 1 };
+        for (stall, waits, reports) in [
+            (Stall::Fenced, Ok(ms(2)), Err(GenerateError::Fenced)),
+            (unreserved, Ok(ms(1)), Ok(ms(1))),
+            (Stall::Exhausted { retry_ms: 3 }, Ok(ms(3)), Ok(ms(3))),
+            (Stall::Behind { behind_ms: 20 }, Ok(ms(20)), Ok(ms(20))),
+            (
+                Stall::Behind { behind_ms: 60 },
+                Err(GenerateError::ClockBehind { behind: ms(60) }),
+                Err(GenerateError::ClockBehind { behind: ms(60) }),
+            ),
+            (
+                Stall::Expired,
+                Err(GenerateError::Expired {
+                    last_ms: layout.last_ms(),
+                }),
+                Err(GenerateError::Expired {
+                    last_ms: layout.last_ms(),
+                }),
+            ),
+        ] {
+            // A behind pause never outlasts what is left of the wait.
+            let short = |d: Duration| d.min(ms(50));
+            let got = Waiting::new(Mode::Wait).pause(core, stall).map(short);
+            assert_eq!(got, waits, "{stall:?}, waiting");
+            let got = Waiting::new(Mode::Report).pause(core, stall).map(short);
+            assert_eq!(got, reports, "{stall:?}, reporting");
+        }
+        // One wait counted per call, however many pauses it takes.
+        let waits = g.stats().unwrap().waits;
+        let mut waiting = Waiting::new(Mode::Wait);
+        for _ in 0..3 {
+            waiting.pause(core, Stall::Fenced).unwrap();
+        }
+        assert_eq!(g.stats().unwrap().waits, waits + 1);
     }
 }

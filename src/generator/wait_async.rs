@@ -1,16 +1,13 @@
-//! Waiting without blocking the executor (feature `tokio`): the same
-//! decisions as the blocking calls in `wait.rs`, with `tokio::time::sleep`
-//! where those sleep the thread.
+//! Waiting without blocking the executor (feature `tokio`): the pauses
+//! `wait::Waiting` decides, slept on tokio's timer instead of the thread.
 
 use std::time::Duration;
 
-use tokio::time::{Instant, sleep};
+use tokio::time::sleep;
 
 use super::IdBatch;
 use super::atomic::Generator;
-use super::plan::{Plan, Stall};
-use super::policy::{OnClockBehind, OnExhausted};
-use super::wait::{self, Mode, Reserve};
+use super::wait::{self, Mode, Reserve, Waiting};
 use crate::clock::Clock;
 use crate::error::GenerateError;
 use crate::id::Id;
@@ -19,85 +16,32 @@ use crate::id::Id;
 /// sleep would poll again without giving other tasks a turn.
 const MIN_PAUSE: Duration = Duration::from_millis(1);
 
-/// While a reservation is being saved: about one write.
-const RESERVING_PAUSE: Duration = Duration::from_millis(1);
-
-/// While a lease cannot be proven valid: the keeper reopens the fence after
-/// a fresh claim, which takes a round trip to the store.
-const FENCED_PAUSE: Duration = Duration::from_millis(2);
-
 /// Reserves up to `n` IDs, sleeping on the runtime's timer through the stalls
-/// `mode` waits for.
+/// `mode` waits for: the blocking `wait::wait`, with the runtime's sleep.
 async fn reserve_batch<R: Reserve + Sync + ?Sized>(
     r: &R,
     n: usize,
     mode: Mode,
 ) -> Result<IdBatch, GenerateError> {
-    // The first attempt notes its stall (counting a clock behind once per
-    // call, as the blocking wait does); retries only ask for a reservation.
-    let mut error = match wait::poll_batch(r, n) {
-        Ok(batch) => return Ok(batch),
-        Err(error) => error,
+    if n == 0 {
+        return Ok(IdBatch::empty());
+    }
+    let n = n as u64;
+    let mut stall = match r.poll(n) {
+        Ok(step) => return Ok(wait::batch(r.plan(), step)),
+        Err(stall) => stall,
     };
-    let mut behind_since = None;
-    let mut waited = false;
+    wait::note_stall(r, stall);
+    let mut waiting = Waiting::new(mode);
     loop {
-        let Some(pause) = pause_for(r.plan(), &error, mode, &mut behind_since) else {
-            return Err(error);
-        };
-        if !waited {
-            waited = true;
-            if let Some(c) = r.counters() {
-                c.record_wait();
-            }
-        }
         // In slices, as the blocking wait does: a pause worked out from a
         // clock far behind ends soon after the clock is corrected.
+        let pause = waiting.pause(r, stall)?;
         sleep(pause.clamp(MIN_PAUSE, wait::LONGEST_SLEEP)).await;
-        error = match r.poll(n as u64) {
+        match r.poll(n) {
             Ok(step) => return Ok(wait::batch(r.plan(), step)),
-            Err(stall) => {
-                if let Stall::Unreserved { clock, tick } = stall
-                    && let Some(reservation) = r.plan().reservation()
-                {
-                    reservation.request(clock, tick);
-                }
-                r.plan().error(stall)
-            }
-        };
-    }
-}
-
-/// How long to sleep before trying again, or `None` if the blocking call in
-/// the same `mode` would return `error` (see `wait::wait`).
-fn pause_for(
-    plan: &Plan,
-    error: &GenerateError,
-    mode: Mode,
-    behind_since: &mut Option<Instant>,
-) -> Option<Duration> {
-    match error {
-        GenerateError::SequenceExhausted { retry_after } => {
-            (plan.on_exhausted != OnExhausted::Error).then_some(*retry_after)
+            Err(next) => stall = next,
         }
-        GenerateError::ClockBehind { behind } => {
-            let OnClockBehind::Wait { max } = plan.on_behind else {
-                return None;
-            };
-            // The clock catches up at the rate of real time: a gap wider than
-            // the allowed wait cannot close in time.
-            if *behind > max {
-                return None;
-            }
-            let waited = behind_since.get_or_insert_with(Instant::now).elapsed();
-            let left = max.checked_sub(waited).filter(|left| !left.is_zero())?;
-            Some((*behind).min(left))
-        }
-        GenerateError::Reserving => Some(RESERVING_PAUSE),
-        GenerateError::Storage(_) if mode == Mode::Wait => Some(RESERVING_PAUSE),
-        GenerateError::Fenced if mode == Mode::Wait => Some(FENCED_PAUSE),
-        // Expired, or a report the caller asked for.
-        _ => None,
     }
 }
 
@@ -197,7 +141,7 @@ impl<C: Clock> Generator<C> {
     /// # }
     /// ```
     pub async fn next_ids_async(&self, n: usize) -> IdBatch {
-        match reserve_batch(self, n, Mode::Wait).await {
+        match reserve_batch(&self.core, n, Mode::Wait).await {
             Ok(batch) => batch,
             Err(e) => panic!("flakeid: {e}"),
         }
@@ -221,7 +165,7 @@ impl<C: Clock> Generator<C> {
     /// # }
     /// ```
     pub async fn try_next_ids_async(&self, n: usize) -> Result<IdBatch, GenerateError> {
-        reserve_batch(self, n, Mode::Report).await
+        reserve_batch(&self.core, n, Mode::Report).await
     }
 }
 
@@ -278,29 +222,5 @@ mod tests {
             assert!(opener.is_finished());
             assert_eq!(layout.decode(id).unwrap().node_id(), 9);
         });
-    }
-
-    #[test]
-    fn storage_and_fence_reports_follow_the_mode() {
-        let generator = Generator::builder(Layout::twitter())
-            .clock(ManualClock::new(T))
-            .build()
-            .unwrap();
-        let plan = Reserve::plan(&generator);
-        let storage = GenerateError::Storage(crate::error::StateError::Truncated);
-        let mut since = None;
-        for (error, wait, report) in [
-            (&GenerateError::Fenced, Some(FENCED_PAUSE), None),
-            (&storage, Some(RESERVING_PAUSE), None),
-            (
-                &GenerateError::Reserving,
-                Some(RESERVING_PAUSE),
-                Some(RESERVING_PAUSE),
-            ),
-            (&GenerateError::Expired { last_ms: 0 }, None, None),
-        ] {
-            assert_eq!(pause_for(plan, error, Mode::Wait, &mut since), wait);
-            assert_eq!(pause_for(plan, error, Mode::Report, &mut since), report);
-        }
     }
 }

@@ -1,0 +1,434 @@
+//! What the two generators share: everything but how the state word is held.
+//!
+//! [`Generator`](crate::Generator) keeps its state word in an `AtomicU64` and
+//! installs a successor by compare-and-swap;
+//! [`MutexGenerator`](crate::MutexGenerator) keeps it under a mutex and
+//! installs by assignment. Both are a [`Core`] over a [`StateCell`], so they
+//! run the same attempt through the same loop, read the clock at the same
+//! points, and differ only in [`Held::install`], which for the mutex never
+//! loses a race.
+
+use std::fmt;
+
+use crossbeam_utils::CachePadded;
+
+use super::Components;
+use super::plan::{Gate, Plan, Stall, Step};
+use super::stats::{Counters, Stats};
+use super::wait::Reserve;
+use crate::clock::Clock;
+use crate::fence::Keeper;
+use crate::id::Id;
+use crate::layout::Layout;
+use crate::persist::Persister;
+use crate::primitive::{AtomicU64, Backoff, Mutex, MutexGuard, Ordering, lock};
+
+/// Where a generator keeps its state word, and how an attempt replaces it.
+pub(crate) trait StateCell: Send + Sync {
+    /// The word as one attempt sees it: a loaded value, or the value under a
+    /// held lock.
+    type Held<'a>: Held
+    where
+        Self: 'a;
+
+    fn new(state: u64) -> Self;
+
+    /// Starts an attempt: loads the word (acquiring the clock reading its
+    /// tick came from), or locks it.
+    fn hold(&self) -> Self::Held<'_>;
+
+    /// The word now, for reports (`last_id`, the final save on drop).
+    fn get(&self) -> u64;
+}
+
+/// One attempt's view of the state word.
+pub(crate) trait Held {
+    /// The word the attempt works from.
+    fn cur(&self) -> u64;
+
+    /// Replaces [`cur`](Held::cur) with `next`. `Err(actual)` when the word
+    /// had moved on to `actual` (a lost race, or a spurious failure with
+    /// `actual == cur`); `cur` is then `actual`. Only the atomic cell fails.
+    fn install(&mut self, next: u64) -> Result<(), u64>;
+}
+
+/// The lock-free generator's cell: one `AtomicU64` on a cache line of its
+/// own, so neighbours do not share its contention.
+pub(crate) struct AtomicCell(CachePadded<AtomicU64>);
+
+/// A value loaded from an [`AtomicCell`], to compare-and-swap from.
+pub(crate) struct Loaded<'a> {
+    word: &'a AtomicU64,
+    cur: u64,
+}
+
+impl StateCell for AtomicCell {
+    type Held<'a> = Loaded<'a>;
+
+    fn new(state: u64) -> Self {
+        AtomicCell(CachePadded::new(AtomicU64::new(state)))
+    }
+
+    #[inline(always)]
+    fn hold(&self) -> Loaded<'_> {
+        Loaded {
+            word: &self.0,
+            cur: self.0.load(Ordering::Acquire),
+        }
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Held for Loaded<'_> {
+    #[inline(always)]
+    fn cur(&self) -> u64 {
+        self.cur
+    }
+
+    /// Uniqueness and order need no more than Relaxed: IDs derive from this
+    /// word alone, and the single modification order of one atomic makes
+    /// every successful CAS start from the value the previous one stored.
+    /// The clock needs more. A successful CAS releases the clock reading its
+    /// tick came from, and every load of the state acquires, so a thread that
+    /// sees another's new tick then reads the clock at least as far along.
+    /// With Relaxed, a weakly ordered CPU may read the clock before the
+    /// state, find the clock behind a tick it never moved back from, and
+    /// report `ClockBehind` or bump the clock id for nothing (the loom model
+    /// `a_clock_that_only_moves_forward_is_never_reported_behind` finds this).
+    /// On x86 these orderings compile to the same instructions as Relaxed.
+    #[inline(always)]
+    fn install(&mut self, next: u64) -> Result<(), u64> {
+        match self
+            .word
+            .compare_exchange_weak(self.cur, next, Ordering::Release, Ordering::Acquire)
+        {
+            Ok(_) => {
+                self.cur = next;
+                Ok(())
+            }
+            Err(actual) => {
+                self.cur = actual;
+                Err(actual)
+            }
+        }
+    }
+}
+
+/// The mutex twin's cell: the same word behind a mutex.
+pub(crate) struct LockedCell(CachePadded<Mutex<u64>>);
+
+impl StateCell for LockedCell {
+    type Held<'a> = MutexGuard<'a, u64>;
+
+    fn new(state: u64) -> Self {
+        LockedCell(CachePadded::new(Mutex::new(state)))
+    }
+
+    #[inline(always)]
+    fn hold(&self) -> MutexGuard<'_, u64> {
+        lock(&self.0)
+    }
+
+    fn get(&self) -> u64 {
+        *lock(&self.0)
+    }
+}
+
+impl Held for MutexGuard<'_, u64> {
+    #[inline(always)]
+    fn cur(&self) -> u64 {
+        **self
+    }
+
+    #[inline(always)]
+    fn install(&mut self, next: u64) -> Result<(), u64> {
+        **self = next;
+        Ok(())
+    }
+}
+
+/// A generator over the state cell `S` and the clock `C`.
+pub(crate) struct Core<S: StateCell, C> {
+    /// The last ID handed out: the layout's fields in their ID positions.
+    /// For Twitter's layout:
+    ///
+    /// ```text
+    ///  63  62                        22 21      17 16      12 11          0
+    /// +---+----------------------------+----------+----------+-------------+
+    /// | 0 | timestamp (ms since epoch) | datactr  | worker   | sequence    |
+    /// +---+----------------------------+----------+----------+-------------+
+    /// ```
+    ///
+    /// An attempt installs its successor: the next sequence value in the
+    /// same tick, or the first of a new tick (the transitions: `plan.rs`).
+    /// Every installed successor is strictly larger (except after
+    /// `OnClockBehind::NextClock`, which moves the timestamp back with a
+    /// fresh clock id, and a lease's rotation), so the IDs come out unique
+    /// and in the order of the installs. The node id lives in the word too,
+    /// so a lease can switch it with one install, which issues nothing and
+    /// leaves the new node id's tick used up.
+    state: S,
+    plan: Plan,
+    clock: C,
+    counters: Option<Box<Counters>>,
+    persister: Option<Persister>,
+    keeper: Option<Box<dyn Keeper>>,
+}
+
+/// What an attempt carries through the loop: the word it holds and the clock
+/// reading it computes from.
+struct Attempt<'a, S: StateCell + 'a> {
+    held: S::Held<'a>,
+    /// The clock reading the next step is computed from.
+    now: u64,
+    /// Whether `now` was read after the word in `held` was. A step computed
+    /// from an older reading is still valid (it can only continue a tick the
+    /// reading named, or wait), but a stall is reported only on a fresh one.
+    fresh: bool,
+    backoff: Backoff,
+}
+
+impl<'a, S: StateCell + 'a> Attempt<'a, S> {
+    fn new(held: S::Held<'a>, now: u64, fresh: bool) -> Self {
+        Attempt {
+            held,
+            now,
+            fresh,
+            backoff: Backoff::new(),
+        }
+    }
+
+    /// Reads the clock again, after the word now held.
+    fn read(&mut self, clock: &impl Clock) {
+        self.now = clock.now_ms();
+        self.fresh = true;
+    }
+}
+
+impl<S: StateCell, C> Core<S, C> {
+    pub(crate) fn new(parts: Components<C>) -> Self {
+        Core {
+            state: S::new(parts.state),
+            plan: parts.plan,
+            clock: parts.clock,
+            counters: parts.counters.then(Box::default),
+            persister: parts.persister,
+            keeper: parts.keeper,
+        }
+    }
+
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.plan.layout
+    }
+
+    pub(crate) fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    pub(crate) fn last_id(&self) -> Id {
+        Id::from_u64(self.state.get())
+    }
+
+    pub(crate) fn stats(&self) -> Option<Stats> {
+        self.counters.as_deref().map(Counters::snapshot)
+    }
+
+    /// The node id in the IDs: the configured one, or the one a lease holds now.
+    pub(crate) fn node_id(&self) -> u64 {
+        // The state carries the node id, which a lease may change; before
+        // the first ID under a new lease, the lease's grant has it.
+        let id = match self.plan.leased_node_bits() {
+            Some(bits) => Id::from_u64(bits),
+            None => self.last_id(),
+        };
+        self.plan
+            .layout
+            .decode(id)
+            .map_or(self.plan.node_id, |d| d.node_id())
+    }
+
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    pub(crate) fn lease_skipped_node_ids(&self) -> u64 {
+        self.plan.fence().map_or(0, crate::fence::Fence::skipped)
+    }
+
+    pub(crate) fn fmt_as(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result
+    where
+        C: fmt::Debug,
+    {
+        f.debug_struct(name)
+            .field("layout", &self.plan.layout)
+            .field("node_id", &self.plan.node_id)
+            .field("on_exhausted", &self.plan.on_exhausted)
+            .field("on_clock_behind", &self.plan.on_behind)
+            .field("last_id", &self.last_id())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> Core<AtomicCell, C> {
+    /// The state word itself, for the deliberately broken loom variants.
+    #[cfg(flakeid_loom)]
+    pub(crate) fn word(&self) -> &AtomicU64 {
+        &self.state.0
+    }
+
+    #[cfg(flakeid_loom)]
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn counters(&self) -> Option<&Counters> {
+        self.counters.as_deref()
+    }
+
+    /// One attempt that never waits. In the common case under load, one
+    /// clock load and one install: the clock's recent reading names the
+    /// state's tick, which has room, and no lease is involved
+    /// ([`Plan::advance_in_tick`]). Everything else goes to [`settle`]
+    /// (Core::settle), out of line so this stays short.
+    ///
+    /// The short path reads [`Clock::recent_ms`], the cheap reading (the
+    /// default clock's is a load of a value a thread refreshes), before
+    /// holding the word, so that the install follows the load at once: the
+    /// shorter that window, the fewer compare-and-swaps lose. It only uses
+    /// a reading equal to the state's tick, to continue that tick, which is
+    /// valid whenever the reading was taken. Every other decision (a new
+    /// tick, a used-up sequence, a clock behind, the policies, a lease) is
+    /// made on [`Clock::now_ms`], the precise reading, taken after the word
+    /// is held: a reading older than the state can pass for the clock
+    /// stepping back, or, once `OnClockBehind::NextClock` or a lease's
+    /// rotation has moved the state back in time, for the clock being past
+    /// it (entering that tick would put the timestamp ahead of the clock and
+    /// undo the step; the loom models of `NextClock` find this).
+    ///
+    /// Always inlined: a call and a returned `Step` in memory cost as much as
+    /// the rest of the fast path (measured with callgrind, `benches/README.md`).
+    #[inline(always)]
+    fn poll(&self, n: u64) -> Result<Step, Stall> {
+        // Checked once per call, so a leased generator goes straight to the
+        // loop that passes the fence.
+        if self.plan.is_leased() {
+            return self.poll_leased(n);
+        }
+        let recent = self.clock.recent_ms();
+        let mut held = self.state.hold();
+        let cur = held.cur();
+        let Some(step) = self.plan.advance_in_tick(cur, recent, n) else {
+            let now = self.clock.now_ms();
+            return self.settle(Attempt::new(held, now, true), n);
+        };
+        match held.install(step.next) {
+            Ok(()) => {
+                drop(held);
+                self.issued(&step);
+                Ok(step)
+            }
+            Err(actual) => {
+                let mut attempt = Attempt::new(held, recent, false);
+                self.lost(&mut attempt, cur, actual);
+                self.settle(attempt, n)
+            }
+        }
+    }
+}
+
+impl<S: StateCell, C: Clock> Core<S, C> {
+    #[inline(never)]
+    fn poll_leased(&self, n: u64) -> Result<Step, Stall> {
+        let held = self.state.hold();
+        let now = self.clock.now_ms();
+        self.settle(Attempt::new(held, now, true), n)
+    }
+
+    /// The loop behind the short path: pass the lease's fence (switching
+    /// node ids first if it says so), compute the step, install it, and
+    /// confirm the lease still held. The transitions are drawn in `plan.rs`.
+    #[inline(never)]
+    fn settle(&self, mut at: Attempt<'_, S>, n: u64) -> Result<Step, Stall> {
+        loop {
+            let ticket = match self.plan.gate(at.held.cur())? {
+                Gate::Pass(ticket) => ticket,
+                Gate::Switch(switched) => {
+                    self.switch(&mut at, switched);
+                    continue;
+                }
+            };
+            let step = match self.plan.advance(at.held.cur(), at.now, n) {
+                Ok(step) => step,
+                Err(_) if !at.fresh => {
+                    at.read(&self.clock);
+                    continue;
+                }
+                Err(stall) => return Err(stall),
+            };
+            let before = at.held.cur();
+            match at.held.install(step.next) {
+                Ok(()) if self.plan.confirm(ticket) => {
+                    drop(at);
+                    self.issued(&step);
+                    return Ok(step);
+                }
+                Ok(()) => {
+                    // Made under a lease that lapsed or was replaced
+                    // meanwhile: these IDs are dropped; check the fence again.
+                    self.plan.installed(&step);
+                    at.read(&self.clock);
+                }
+                Err(actual) => self.lost(&mut at, before, actual),
+            }
+        }
+    }
+
+    /// A lease switched node ids: install that first (it issues nothing),
+    /// then issue on a reading taken after it, since a rotation moves the
+    /// state back in time, maybe before the reading the attempt holds.
+    #[cold]
+    fn switch(&self, at: &mut Attempt<'_, S>, switched: u64) {
+        let before = at.held.cur();
+        match at.held.install(switched) {
+            Ok(()) => at.read(&self.clock),
+            Err(actual) => self.lost(at, before, actual),
+        }
+    }
+
+    /// After a lost race from `before`: the clock is read again only if the
+    /// winner moved to another tick; otherwise the attempt's reading is
+    /// still as good as any, and skipping the read keeps the retry short.
+    fn lost(&self, at: &mut Attempt<'_, S>, before: u64, actual: u64) {
+        if let Some(counters) = self.counters() {
+            counters.record_lost_race();
+        }
+        if self.plan.ts_of(actual) != self.plan.ts_of(before) {
+            at.read(&self.clock);
+        } else {
+            at.fresh = false;
+        }
+        at.backoff.spin();
+    }
+}
+
+/// With restart safety on, dropping the generator stops its writer after it
+/// saves the exact last timestamp issued; with a leased node id, the keeper
+/// records it in the store and gives the node id back.
+impl<S: StateCell, C> Drop for Core<S, C> {
+    fn drop(&mut self) {
+        let state = self.state.get();
+        if let Some(persister) = self.persister.take() {
+            persister.finish(self.plan.clock_of(state), self.plan.ts_of(state));
+        }
+        if let Some(keeper) = self.keeper.take() {
+            keeper.release(self.plan.last_issued(state));
+        }
+    }
+}
