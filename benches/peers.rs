@@ -37,9 +37,7 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use ferroid::generator::{AtomicSnowflakeGenerator, LockSnowflakeGenerator};
 use ferroid::id::{SnowflakeId, SnowflakeTwitterId};
 use ferroid::time::{MonotonicClock as FerroidClock, TWITTER_EPOCH, TimeSource};
-use flakeid::{
-    Clock, Generator, Id, IdGenerator, Layout, MonotonicClock, RecentClock, SystemClock,
-};
+use flakeid::{Clock, Generator, Id, IdGenerator, Layout, MonotonicClock, SystemClock};
 
 const THREADS: [usize; 5] = [1, 2, 4, 8, 16];
 const BATCHES: [usize; 4] = [1, 16, 256, 4096];
@@ -309,7 +307,7 @@ fn wide_contenders() -> Vec<(&'static str, Box<dyn Sweep>)> {
             Box::new(Flakeid(
                 builder
                     .clone()
-                    .clock(RecentClock::new().expect("clock thread"))
+                    .clock(MonotonicClock::thread_free())
                     .build()
                     .expect("valid"),
             )),
@@ -507,7 +505,7 @@ fn cap_contenders() -> Vec<(&'static str, Box<dyn CapSweep>)> {
             Box::new(Flakeid(
                 twitter
                     .clone()
-                    .clock(RecentClock::new().expect("clock thread"))
+                    .clock(MonotonicClock::thread_free())
                     .build()
                     .expect("valid"),
             )),
@@ -686,7 +684,7 @@ fn take(g: &impl IdGenerator, n: usize) {
 
 fn clock(c: &mut Criterion) {
     let monotonic = MonotonicClock::new();
-    let recent = RecentClock::new().expect("clock thread");
+    let recent = MonotonicClock::new();
     let quanta = quanta::Clock::new();
     let ferroid: FerroidClock = FerroidClock::with_epoch(TWITTER_EPOCH);
     let mut group = c.benchmark_group("clock");
@@ -694,7 +692,7 @@ fn clock(c: &mut Criterion) {
         b.iter(|| black_box(&monotonic).now_ms())
     });
     group.bench_function("flakeid-RecentClock", |b| {
-        b.iter(|| black_box(&recent).now_ms())
+        b.iter(|| black_box(&recent).recent_ms())
     });
     group.bench_function("flakeid-SystemClock", |b| {
         b.iter(|| black_box(SystemClock).now_ms())

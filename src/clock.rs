@@ -4,7 +4,11 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::primitive::{AtomicBool, AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+#[cfg(not(flakeid_loom))]
+use crate::primitive::process;
+use crate::primitive::{AtomicU64, Ordering};
 
 /// The generator's only source of time, so tests and simulations can inject one.
 ///
@@ -212,7 +216,46 @@ impl fmt::Debug for ManualClock {
 const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 
 /// The default clock: a TSC-based monotonic clock (via `quanta`) anchored to
-/// the wall clock when created. It never goes backwards.
+/// the wall clock, with a cached reading that one thread per process keeps
+/// fresh. It never goes backwards.
+///
+/// # Two readings
+///
+/// - [`now_ms`](Clock::now_ms), the precise reading: the TSC, scaled and
+///   anchored (about 10 ns here, more in some virtual machines).
+/// - [`recent_ms`](Clock::recent_ms), the cached reading: one load of the
+///   highest precise reading returned so far (under 1 ns). A thread, named
+///   `flakeid-clock`, takes a precise reading just after each millisecond
+///   begins, so the cached one is at most that thread's wake-up delay old
+///   (typically under 0.1 ms; more while a busy machine keeps the thread
+///   waiting). Any precise reading, such as a generator's when it enters a
+///   new tick, refreshes it too.
+///
+/// A [`Generator`](crate::Generator) reads the cached value on its fast path
+/// and only to continue the tick it names; it reads the precise clock to
+/// enter a new tick, when a tick's sequence is used up, when the clock reads
+/// behind its state, and at a lease's or a reservation's ceiling. So:
+///
+/// - an ID's timestamp lags the time of its call by at most the cached
+///   reading's age: one refresh period (the wake-up delay above);
+/// - it never leads the clock by more than the lead allowance
+///   ([`OnExhausted::Borrow`](crate::OnExhausted::Borrow)), and never goes
+///   back (the generator's state, not the clock, orders IDs);
+/// - if the refresh thread stalls (descheduled, or stopped in a debugger),
+///   IDs carry the last refreshed millisecond until that tick's sequence
+///   runs out; the generator then reads the precise clock, enters the
+///   current tick, and refreshes the cached value itself. Every tick still
+///   holds its full sequence and the stream still moves to new ticks.
+///
+/// # The refresh thread
+///
+/// [`MonotonicClock::new`] shares one clock per process, and its clones
+/// share it too: one anchor, one thread. The thread starts with the first
+/// such clock, parks (using no CPU) while none exists, and wakes about 1,000
+/// times a second while one does. [`MonotonicClock::thread_free`] is the
+/// same clock without the cached reading, for processes that must not start
+/// a thread: every call then reads the TSC. If the thread cannot be spawned,
+/// `new` returns such a clock.
 ///
 /// # Where it reads the time
 ///
@@ -251,10 +294,6 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 ///   clock between checks and is pulled forward at each. Apart from the step-back
 ///   case it stays within about 2 ms behind wall time and never ahead of it.
 ///
-/// A reading costs a TSC read, a multiply and three relaxed loads of words
-/// that change about once a second or once a millisecond (see `benches/` for
-/// the measured cost).
-///
 /// Calibrating the TSC (up to 200 ms) and checking it (about 4 ms) happen
 /// once per process, when the first clock is created.
 ///
@@ -265,9 +304,21 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// let a = clock.now_ms();
 /// let b = clock.now_ms();
 /// assert!(b >= a);
+/// assert!(clock.recent_ms() <= clock.now_ms());
 /// assert!(SystemClock.now_ms().abs_diff(a) < 1_000);
 /// ```
 pub struct MonotonicClock<W: Clock = SystemClock> {
+    shared: Arc<Anchored<W>>,
+    /// Whether [`Clock::recent_ms`] serves the cached reading (else it is a
+    /// precise one).
+    cached: bool,
+    /// Keeps the process's refresh thread running while this clock lives.
+    _refresh: Option<Refresh>,
+}
+
+/// The anchored TSC clock itself, shared by the clones of a
+/// [`MonotonicClock`] (and by every `MonotonicClock::new` of a process).
+struct Anchored<W> {
     source: Source,
     /// Raw counter value at creation.
     start: u64,
@@ -279,17 +330,75 @@ pub struct MonotonicClock<W: Clock = SystemClock> {
     anchor_ms: AtomicU64,
     /// Slow-elapsed ms at which a reading next consults the wall clock.
     next_check_ms: AtomicU64,
-    /// The highest reading returned: a lower one returns this instead.
-    /// Written once per millisecond, when a reading first passes it.
-    last_ms: AtomicU64,
+    /// The highest reading returned: a lower one returns this instead. The
+    /// cached reading, on a line of its own: read by every fast path, written
+    /// once per millisecond, when a reading first passes it.
+    last_ms: CachePadded<AtomicU64>,
     check_every_ms: u64,
     wall: W,
 }
 
 impl MonotonicClock {
-    /// Anchors a new clock to the system wall clock.
+    /// The process's clock, anchored to the system wall clock, with the
+    /// cached reading its refresh thread keeps fresh (started now if no
+    /// other clock runs it). The first clock of a process calibrates and
+    /// checks the TSC (up to about 200 ms); later ones are a few loads.
+    ///
+    /// ```
+    /// use flakeid::{Clock, MonotonicClock};
+    ///
+    /// let (a, b) = (MonotonicClock::new(), MonotonicClock::new());
+    /// // One clock per process: both read the same anchored time.
+    /// assert!(b.now_ms() >= a.now_ms());
+    /// ```
     pub fn new() -> MonotonicClock {
-        MonotonicClock::with_wall(SystemClock)
+        #[cfg(not(flakeid_loom))]
+        {
+            let process = process();
+            if let Some(refresh) = process.register() {
+                return MonotonicClock {
+                    shared: process.clock.clone(),
+                    cached: true,
+                    _refresh: Some(refresh),
+                };
+            }
+        }
+        MonotonicClock::thread_free()
+    }
+
+    /// The process's clock without the cached reading: every reading is a
+    /// precise one (a TSC read), and no thread is started. For processes
+    /// that must not start one; a generator on it costs about a TSC read
+    /// more per ID.
+    ///
+    /// ```
+    /// use flakeid::{Clock, Generator, Layout, MonotonicClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
+    ///     .clock(MonotonicClock::thread_free())
+    ///     .build()?;
+    /// let id = generator.next_id();
+    /// assert_eq!(generator.layout().decode(id)?.node_id(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn thread_free() -> MonotonicClock {
+        // Under loom every clock is its own: statics would outlive a model.
+        #[cfg(not(flakeid_loom))]
+        let shared = process().clock.clone();
+        #[cfg(flakeid_loom)]
+        let shared = Arc::new(Anchored::new(
+            Source::checked(),
+            SystemClock,
+            Duration::from_secs(1),
+        ));
+        MonotonicClock {
+            shared,
+            cached: false,
+            _refresh: None,
+        }
     }
 }
 
@@ -300,8 +409,9 @@ impl Default for MonotonicClock {
 }
 
 impl<W: Clock> MonotonicClock<W> {
-    /// Anchors a new clock to `wall` instead of the system wall clock, for
-    /// tests and simulations of wall-clock steps.
+    /// A new clock of its own, anchored to `wall` instead of the system wall
+    /// clock, for tests and simulations of wall-clock steps. It has no
+    /// cached reading and starts no thread.
     ///
     /// ```
     /// use flakeid::{Clock, ManualClock, MonotonicClock};
@@ -314,10 +424,34 @@ impl<W: Clock> MonotonicClock<W> {
     /// assert!(clock.now_ms() >= before); // a step back is ignored
     /// ```
     pub fn with_wall(wall: W) -> MonotonicClock<W> {
-        MonotonicClock::from_parts(Source::checked(), wall, Duration::from_secs(1))
+        MonotonicClock {
+            shared: Arc::new(Anchored::new(
+                Source::checked(),
+                wall,
+                Duration::from_secs(1),
+            )),
+            cached: false,
+            _refresh: None,
+        }
     }
+}
 
-    fn from_parts(source: Source, wall: W, check_every: Duration) -> MonotonicClock<W> {
+#[cfg(all(test, not(flakeid_loom)))]
+impl<W: Clock> MonotonicClock<W> {
+    /// A clock of its own on `source`. `cached`: whether `recent_ms` serves
+    /// the cached reading, here refreshed by nothing but precise readings (a
+    /// refresh thread that stalled for good).
+    fn from_parts(source: Source, wall: W, check_every: Duration, cached: bool) -> Self {
+        MonotonicClock {
+            shared: Arc::new(Anchored::new(source, wall, check_every)),
+            cached,
+            _refresh: None,
+        }
+    }
+}
+
+impl<W: Clock> Anchored<W> {
+    fn new(source: Source, wall: W, check_every: Duration) -> Anchored<W> {
         let start = source.raw();
         let check_every_ms = u64::try_from(check_every.as_millis()).unwrap_or(u64::MAX);
         // quanta scales a tick delta to nanoseconds linearly; measuring the
@@ -327,11 +461,11 @@ impl<W: Clock> MonotonicClock<W> {
         let slow_ms_per_tick =
             u64::try_from((u128::from(span_ns) * SLOW_MS_PER_NS) >> SPAN_BITS).unwrap_or(u64::MAX);
         let anchor_ms = wall.now_ms();
-        MonotonicClock {
+        Anchored {
             slow_ms_per_tick,
             anchor_ms: AtomicU64::new(anchor_ms),
             next_check_ms: AtomicU64::new(check_every_ms),
-            last_ms: AtomicU64::new(anchor_ms),
+            last_ms: CachePadded::new(AtomicU64::new(anchor_ms)),
             check_every_ms,
             source,
             start,
@@ -339,13 +473,25 @@ impl<W: Clock> MonotonicClock<W> {
         }
     }
 
-    /// The reading for raw counter value `counter`.
+    /// Slow milliseconds since `start` at raw counter value `counter`, in
+    /// 64.64 fixed point.
     #[inline]
-    fn at(&self, counter: u64) -> u64 {
+    fn elapsed(&self, counter: u64) -> u128 {
         // A counter that reads below the start (TSCs out of sync across
         // cores) reads as no time elapsed, as quanta's own deltas do.
         let ticks = counter.saturating_sub(self.start);
-        let elapsed = ((u128::from(ticks) * u128::from(self.slow_ms_per_tick)) >> 64) as u64;
+        u128::from(ticks) * u128::from(self.slow_ms_per_tick)
+    }
+
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        self.at(self.source.raw())
+    }
+
+    /// The reading for raw counter value `counter`.
+    #[inline]
+    fn at(&self, counter: u64) -> u64 {
+        let elapsed = (self.elapsed(counter) >> 64) as u64;
         let reading = if elapsed >= self.next_check_ms.load(Ordering::Relaxed) {
             self.check_wall(elapsed)
         } else {
@@ -365,7 +511,8 @@ impl<W: Clock> MonotonicClock<W> {
         if reading <= last {
             return last;
         }
-        // The first reading of a new millisecond on this thread.
+        // The first reading of a new millisecond (on any thread): it is
+        // the cached reading from now on.
         self.last_ms
             .fetch_max(reading, Ordering::Relaxed)
             .max(reading)
@@ -391,28 +538,50 @@ impl<W: Clock> MonotonicClock<W> {
         }
         anchor.saturating_add(elapsed)
     }
+
+    /// Takes a precise reading (which refreshes the cached one) and returns
+    /// how long until the clock's next millisecond begins, plus a margin so
+    /// the next refresh lands inside it.
+    #[cfg_attr(flakeid_loom, allow(dead_code))]
+    fn refresh(&self) -> Duration {
+        let counter = self.source.raw();
+        self.at(counter);
+        // The fraction of the current (slow) millisecond already gone.
+        let gone = self.elapsed(counter) as u64;
+        let left_ns = ((u128::from(u64::MAX - gone) * 1_000_000) >> 64) as u64;
+        // A slow millisecond lasts 1024/1023 of a real one.
+        Duration::from_nanos(left_ns + left_ns / 1023 + REFRESH_MARGIN_NS)
+    }
 }
+
+/// How far into a millisecond the refresh thread aims to wake: past its
+/// start despite rate error and timer rounding.
+const REFRESH_MARGIN_NS: u64 = 10_000;
 
 impl<W: Clock> Clock for MonotonicClock<W> {
     #[inline]
     fn now_ms(&self) -> u64 {
-        self.at(self.source.raw())
+        self.shared.now_ms()
+    }
+
+    #[inline]
+    fn recent_ms(&self) -> u64 {
+        if self.cached {
+            self.shared.last_ms.load(Ordering::Relaxed)
+        } else {
+            self.shared.now_ms()
+        }
     }
 }
 
-/// A clone reads the same time as the original at the moment of cloning and
-/// then keeps its own anchor; each stays monotonic on its own.
-impl<W: Clock + Clone> Clone for MonotonicClock<W> {
+/// Clones share the clock: the same anchor, the same cached reading, and
+/// (for [`MonotonicClock::new`]'s) the same refresh thread.
+impl<W: Clock> Clone for MonotonicClock<W> {
     fn clone(&self) -> Self {
         MonotonicClock {
-            source: self.source.clone(),
-            start: self.start,
-            slow_ms_per_tick: self.slow_ms_per_tick,
-            anchor_ms: AtomicU64::new(self.anchor_ms.load(Ordering::Relaxed)),
-            next_check_ms: AtomicU64::new(self.next_check_ms.load(Ordering::Relaxed)),
-            last_ms: AtomicU64::new(self.last_ms.load(Ordering::Relaxed)),
-            check_every_ms: self.check_every_ms,
-            wall: self.wall.clone(),
+            shared: self.shared.clone(),
+            cached: self.cached,
+            _refresh: self._refresh.clone(),
         }
     }
 }
@@ -420,13 +589,97 @@ impl<W: Clock + Clone> Clone for MonotonicClock<W> {
 impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MonotonicClock")
-            .field("source", &self.source)
-            .field("anchor_ms", &self.anchor_ms.load(Ordering::Relaxed))
-            .field("wall", &self.wall)
+            .field("source", &self.shared.source)
+            .field("anchor_ms", &self.shared.anchor_ms.load(Ordering::Relaxed))
+            .field("cached", &self.cached)
+            .field("wall", &self.shared.wall)
             .finish_non_exhaustive()
     }
 }
 
+/// The process's clock and its refresh thread.
+#[cfg(not(flakeid_loom))]
+struct Process {
+    clock: Arc<Anchored<SystemClock>>,
+    /// Clocks that want the cached reading fresh; the thread parks at 0.
+    users: process::AtomicUsize,
+    /// The refresh thread, once started (`None` if it could not be).
+    thread: OnceLock<Option<std::thread::Thread>>,
+}
+
+#[cfg(not(flakeid_loom))]
+static PROCESS: OnceLock<Process> = OnceLock::new();
+
+#[cfg(not(flakeid_loom))]
+fn process() -> &'static Process {
+    PROCESS.get_or_init(|| Process {
+        clock: Arc::new(Anchored::new(
+            Source::checked(),
+            SystemClock,
+            Duration::from_secs(1),
+        )),
+        users: process::AtomicUsize::new(0),
+        thread: OnceLock::new(),
+    })
+}
+
+#[cfg(not(flakeid_loom))]
+impl Process {
+    /// Counts one more clock that wants the cached reading fresh, starting or
+    /// waking the thread; `None` if there is no thread.
+    fn register(&'static self) -> Option<Refresh> {
+        let thread = self.thread.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("flakeid-clock".into())
+                .spawn(move || self.run())
+                .ok()
+                .map(|handle| handle.thread().clone())
+        });
+        let thread = thread.as_ref()?;
+        if self.users.fetch_add(1, process::Ordering::AcqRel) == 0 {
+            thread.unpark();
+        }
+        Some(Refresh(self))
+    }
+
+    /// The refresh thread: a precise reading just after each millisecond
+    /// begins while a clock wants one, parked otherwise.
+    fn run(&self) {
+        loop {
+            if self.users.load(process::Ordering::Acquire) == 0 {
+                // A registration after this load unparks, and an unpark
+                // before the park makes it return at once: none is missed.
+                std::thread::park();
+                continue;
+            }
+            std::thread::park_timeout(self.clock.refresh());
+        }
+    }
+}
+
+/// One clock's claim on the process's refresh thread.
+#[cfg(not(flakeid_loom))]
+struct Refresh(&'static Process);
+
+/// Never constructed under loom (no process-wide thread there).
+#[cfg(flakeid_loom)]
+#[derive(Clone)]
+enum Refresh {}
+
+#[cfg(not(flakeid_loom))]
+impl Clone for Refresh {
+    fn clone(&self) -> Self {
+        self.0.users.fetch_add(1, process::Ordering::AcqRel);
+        Refresh(self.0)
+    }
+}
+
+#[cfg(not(flakeid_loom))]
+impl Drop for Refresh {
+    fn drop(&mut self) {
+        self.0.users.fetch_sub(1, process::Ordering::AcqRel);
+    }
+}
 /// Where a [`MonotonicClock`] reads elapsed time.
 ///
 /// A TSC that fails the check is replaced, not refused: `Instant` is always
@@ -626,121 +879,6 @@ fn nanos_since(origin: Instant) -> u64 {
     u64::try_from(Instant::now().saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// How often a [`RecentClock`]'s thread refreshes the time it serves.
-const RECENT_REFRESH: Duration = Duration::from_micros(200);
-
-/// A cheaper, coarser [`MonotonicClock`]: a background thread reads a
-/// `MonotonicClock` every 200 µs and a reading is the last value it stored.
-///
-/// A reading is then one load (under 1 ns) instead of a TSC read (about
-/// 10 ns, more in some virtual machines), which is most of the cost of an
-/// uncontended `next_id`. In exchange:
-///
-/// - **It lags.** A reading is up to 200 µs old, more while the thread waits
-///   to be scheduled on a busy machine, so IDs can carry a timestamp up to
-///   that much before the call. Order and uniqueness do not depend on it.
-/// - **It costs a thread**, waking 5,000 times a second (a fraction of a
-///   percent of one core), per clock and its clones; the thread stops when
-///   the last clone is dropped.
-/// - At the sequence cap, a tick whose refresh comes late is partly lost.
-///
-/// Everything else is [`MonotonicClock`]'s: anchored to the wall clock,
-/// never backwards, the same handling of wall-clock steps.
-///
-/// This is how ferroid's atomic generator gets its speed (its clock is a
-/// thread that stores the millisecond every millisecond); `benches/` measures
-/// both clocks side by side.
-///
-/// ```
-/// use flakeid::{Generator, Layout, RecentClock};
-///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let generator = Generator::builder(Layout::twitter())
-///     .node_id(1)
-///     .clock(RecentClock::new()?)
-///     .build()?;
-/// let (a, b) = (generator.next_id(), generator.next_id());
-/// assert!(a < b);
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Clone)]
-pub struct RecentClock {
-    shared: Arc<Recent>,
-    /// Held by clocks only (not the thread): the last drop stops the thread.
-    _running: Arc<StopOnDrop>,
-}
-
-/// The reading the thread refreshes, and its stop flag.
-struct Recent {
-    ms: crossbeam_utils::CachePadded<AtomicU64>,
-    stop: AtomicBool,
-}
-
-struct StopOnDrop {
-    shared: Arc<Recent>,
-    thread: std::thread::Thread,
-}
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        self.thread.unpark();
-    }
-}
-
-impl RecentClock {
-    /// Anchors a new clock to the system wall clock and starts its thread.
-    ///
-    /// # Errors
-    ///
-    /// The [`std::io::Error`] from spawning the thread, if it cannot be
-    /// started.
-    pub fn new() -> std::io::Result<RecentClock> {
-        RecentClock::from_clock(MonotonicClock::new(), RECENT_REFRESH)
-    }
-
-    fn from_clock(clock: MonotonicClock, refresh: Duration) -> std::io::Result<RecentClock> {
-        let shared = Arc::new(Recent {
-            ms: crossbeam_utils::CachePadded::new(AtomicU64::new(clock.now_ms())),
-            stop: AtomicBool::new(false),
-        });
-        let refreshed = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("flakeid-recent-clock".into())
-            .spawn(move || {
-                // The only writer, of a clock that never goes backwards.
-                while !refreshed.stop.load(Ordering::Relaxed) {
-                    refreshed.ms.store(clock.now_ms(), Ordering::Relaxed);
-                    std::thread::park_timeout(refresh);
-                }
-            })?;
-        Ok(RecentClock {
-            _running: Arc::new(StopOnDrop {
-                shared: shared.clone(),
-                thread: thread.thread().clone(),
-            }),
-            shared,
-        })
-    }
-}
-
-impl Clock for RecentClock {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        self.shared.ms.load(Ordering::Relaxed)
-    }
-}
-
-impl fmt::Debug for RecentClock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecentClock")
-            .field("refresh", &RECENT_REFRESH)
-            .field("ms", &self.now_ms())
-            .finish()
-    }
-}
-
 #[cfg(all(test, not(flakeid_loom)))]
 mod tests {
     use super::*;
@@ -754,6 +892,7 @@ mod tests {
             Source::Counter(source),
             wall.clone(),
             Duration::from_secs(1),
+            false,
         );
         (clock, mock, wall)
     }
@@ -824,6 +963,7 @@ mod tests {
             Source::Counter(source),
             wall.clone(),
             Duration::from_millis(1),
+            false,
         );
         // Miri interprets each step; fewer steps still cover every interleaving kind.
         let steps: u64 = if cfg!(miri) { 300 } else { 20_000 };
@@ -855,6 +995,9 @@ mod tests {
         let clock = MonotonicClock::new();
         let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
         assert!(diff <= 50, "{diff} ms apart");
+        assert!(clock.recent_ms() <= clock.now_ms());
+        let free = MonotonicClock::thread_free();
+        assert!(free.now_ms() >= clock.now_ms(), "one clock per process");
         if cfg!(miri) {
             assert!(
                 format!("{clock:?}").contains("source: Instant"),
@@ -961,60 +1104,114 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn recent_clock_follows_its_clock_and_its_thread_stops_with_the_last_clone() {
-        let (source, mock) = quanta::Clock::mock();
-        let monotonic = MonotonicClock::from_parts(
-            Source::Counter(source),
-            SystemClock,
-            Duration::from_secs(1),
-        );
-        let clock = RecentClock::from_clock(monotonic, Duration::from_millis(1)).unwrap();
-        let start = clock.now_ms();
-        mock.increment(Duration::from_millis(50));
-        // 50 ms read 1/1024 slow, once the thread has refreshed.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while clock.now_ms() != start + 49 {
-            assert!(std::time::Instant::now() < deadline, "never refreshed");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let clone = clock.clone();
-        assert_eq!(clone.now_ms(), start + 49);
-        let thread_alive = Arc::downgrade(&clock.shared);
-        drop(clock);
-        mock.increment(Duration::from_millis(50));
-        // Waits for the refresh rather than a fixed time: under Miri the
-        // thread may take far longer than its period to run again.
-        while clone.now_ms() != start + 99 {
+    /// Waits (for up to a minute: the thread only has to be scheduled)
+    /// until `clock`'s cached reading is `ms`.
+    fn until_cached(clock: &impl Clock, ms: u64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while clock.recent_ms() != ms {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the thread stopped with a clone alive"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        drop(clone);
-        while thread_alive.strong_count() > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the thread still runs"
+                "never refreshed to {ms}: {}",
+                clock.recent_ms()
             );
             std::thread::sleep(Duration::from_millis(1));
         }
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "quanta reads the TSC, which Miri cannot")]
-    fn real_recent_clock_tracks_system_time() {
-        let clock = RecentClock::new().unwrap();
-        let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
-        assert!(diff <= 50, "{diff} ms apart");
-        let before = clock.now_ms();
-        std::thread::sleep(Duration::from_millis(30));
-        let advanced = clock.now_ms() - before;
+    fn the_refresh_thread_serves_while_a_clock_wants_it_and_wakes_for_a_new_one() {
+        let (source, mock) = quanta::Clock::mock();
+        // A process of the test's own, so no other test's readings refresh it.
+        let process: &'static Process = Box::leak(Box::new(Process {
+            clock: Arc::new(Anchored::new(
+                Source::Counter(source),
+                SystemClock,
+                Duration::from_secs(3_600),
+            )),
+            users: process::AtomicUsize::new(0),
+            thread: OnceLock::new(),
+        }));
+        let clock = || MonotonicClock {
+            shared: process.clock.clone(),
+            cached: true,
+            _refresh: Some(process.register().expect("a refresh thread")),
+        };
+        let first = clock();
+        let start = first.recent_ms();
+        mock.increment(Duration::from_millis(50));
+        // 50 ms read 1/1024 slow, once the thread has refreshed; nobody
+        // here takes a precise reading.
+        until_cached(&first, start + 49);
+        let clone = first.clone();
+        drop(first);
+        assert_eq!(process.users.load(process::Ordering::Relaxed), 1);
+        drop(clone);
+        assert_eq!(process.users.load(process::Ordering::Relaxed), 0);
+        // No clock wants it: the thread parks. A new clock wakes it.
+        let again = clock();
+        mock.increment(Duration::from_millis(50));
+        until_cached(&again, start + 99);
+        assert!(again.recent_ms() <= again.now_ms());
+    }
+
+    #[test]
+    fn refresh_aims_just_past_the_next_millisecond() {
+        let (clock, mock, _wall) = mocked();
+        // 0.4 ms into a (slow) millisecond: about 0.6 ms to go, plus the margin.
+        mock.increment(Duration::from_micros(400));
+        let left = clock.shared.refresh();
         assert!(
-            (20..1_000).contains(&advanced),
-            "advanced {advanced} ms in 30 ms"
+            (Duration::from_micros(600)..Duration::from_micros(620)).contains(&left),
+            "{left:?}"
         );
+        mock.increment(left);
+        assert_eq!(clock.now_ms(), T0 + 1);
+    }
+
+    #[test]
+    fn a_stalled_refresh_still_fills_every_tick_and_moves_on() {
+        let (source, mock) = quanta::Clock::mock();
+        let clock = MonotonicClock::from_parts(
+            Source::Counter(source),
+            ManualClock::new(T0),
+            Duration::from_secs(3_600),
+            true,
+        );
+        let layout = crate::Layout::twitter();
+        let generator = crate::Generator::builder(layout.clone())
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let tick = |id| layout.decode(id).unwrap().timestamp();
+        let first = tick(generator.next_id());
+        // Nothing refreshes the cached reading: IDs stay in its tick...
+        mock.increment(Duration::from_millis(10));
+        assert_eq!(tick(generator.next_id()), first);
+        // ...until the tick's sequence runs out; the generator then reads
+        // the precise clock, enters the current tick, and refreshes the
+        // cached reading itself. Each tick holds all 4,096 IDs.
+        let ticks = if cfg!(miri) { 2 } else { 6 };
+        let mut per_tick: Vec<(u64, u64)> = vec![(first, 2)];
+        while per_tick.len() < ticks {
+            match generator.poll_id() {
+                Ok(id) => match per_tick.last_mut() {
+                    Some((t, n)) if *t == tick(id) => *n += 1,
+                    _ => {
+                        assert!(tick(id) > per_tick.last().unwrap().0);
+                        assert_eq!(clock.recent_ms(), clock.now_ms());
+                        per_tick.push((tick(id), 1));
+                    }
+                },
+                Err(crate::GenerateError::SequenceExhausted { .. }) => {
+                    mock.increment(Duration::from_micros(700));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        per_tick.pop(); // the last tick is still filling
+        assert!(per_tick.iter().all(|&(_, n)| n == 4_096), "{per_tick:?}");
+        // The clock's tick after the stall: 10 ms read 1/1024 slow.
+        assert_eq!(per_tick[1].0, first + 9);
     }
 
     #[test]

@@ -155,7 +155,7 @@ mod rfc3339;
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod serde;
 
-pub use clock::{Clock, ManualClock, MonotonicClock, RecentClock, SystemClock};
+pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{
     BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, LeaseError, NodeIdError,
     ParseIdError, StateError,

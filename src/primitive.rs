@@ -18,6 +18,12 @@ pub(crate) use loom::sync::{Mutex, MutexGuard};
 
 use std::time::Duration;
 
+/// Atomics in statics that live as long as the process and are never part of
+/// a loom model (a static would outlive the model): std's, even under loom.
+pub(crate) mod process {
+    pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
+}
+
 /// Threads: std's, or loom's under loom. A background thread (the
 /// persistence writer) waits with `park_timeout`; under loom that is a plain
 /// park, so a lost wake-up shows up as a deadlock loom reports, not as a

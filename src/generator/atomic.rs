@@ -318,8 +318,7 @@ impl<C: Clock> Generator<C> {
             Err(stall) => panic!("flakeid: {}", plan.error(stall)),
         };
         loop {
-            match word.compare_exchange(cur, step.next, Ordering::Release, Ordering::Acquire)
-            {
+            match word.compare_exchange(cur, step.next, Ordering::Release, Ordering::Acquire) {
                 Ok(_) => return Id::from_u64(step.first),
                 Err(actual) => cur = actual,
             }

@@ -61,12 +61,20 @@ macro_rules! shell {
                 &self,
                 n: usize,
             ) -> Result<$crate::generator::IdBatch, $crate::error::GenerateError> {
-                $crate::generator::wait::reserve_batch(&self.core, n, $crate::generator::wait::Mode::Report)
+                $crate::generator::wait::reserve_batch(
+                    &self.core,
+                    n,
+                    $crate::generator::wait::Mode::Report,
+                )
             }
 
             #[inline]
             fn next_ids(&self, n: usize) -> $crate::generator::IdBatch {
-                match $crate::generator::wait::reserve_batch(&self.core, n, $crate::generator::wait::Mode::Wait) {
+                match $crate::generator::wait::reserve_batch(
+                    &self.core,
+                    n,
+                    $crate::generator::wait::Mode::Wait,
+                ) {
                     Ok(batch) => batch,
                     Err(e) => panic!("flakeid: {e}"),
                 }
