@@ -28,12 +28,10 @@
 //! - [`MutexGenerator`] applies the same transition function under a mutex. It
 //!   is the baseline for benchmarks and the oracle for differential tests; the
 //!   [`IdGenerator`] trait covers both.
-//! - Time comes from a [`Clock`]. The default [`MonotonicClock`] reads the TSC
-//!   through `quanta` (or `std::time::Instant`, if the TSC's rate disagrees
-//!   with it when checked once per process), anchored to the wall clock and
-//!   never going backwards, even across cores whose TSCs disagree;
-//!   the opt-in [`RecentClock`] is the same clock read from a counter a
-//!   thread refreshes (cheaper per call, up to 200 µs old);
+//! - Time comes from a [`Clock`]. The default [`MonotonicClock`] reads the
+//!   TSC through `quanta`, anchored to the wall clock and never going
+//!   backwards, and serves the generator's fast path a cached reading that
+//!   one thread per process refreshes each millisecond;
 //!   [`SystemClock`] follows the wall clock; [`ManualClock`] is set by hand for
 //!   tests and simulations.
 //! - With [`Builder::persist`], a background writer saves a high-water mark of

@@ -295,8 +295,8 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
     /// One attempt that never waits. In the common case under load, one
     /// clock load and one install: the clock's recent reading names the
     /// state's tick, which has room, and no lease is involved
-    /// ([`Plan::advance_in_tick`]). Everything else goes to [`settle`]
-    /// (Core::settle), out of line so this stays short.
+    /// ([`Plan::advance_in_tick`]). Everything else goes to
+    /// [`settle`](Core::settle), out of line so this stays short.
     ///
     /// The short path reads [`Clock::recent_ms`], the cheap reading (the
     /// default clock's is a load of a value a thread refreshes), before

@@ -16,7 +16,7 @@ use crate::layout::Layout;
 /// lock instead of in an atomic: the one difference is that its install
 /// never loses a race. Build it with
 /// [`Builder::build_mutex`](crate::Builder::build_mutex); generate through the
-/// [`IdGenerator`] trait, which `Generator` implements too.
+/// [`IdGenerator`](crate::IdGenerator) trait, which `Generator` implements too.
 ///
 /// ```
 /// use flakeid::{Generator, IdGenerator, Layout, ManualClock};

@@ -5,6 +5,31 @@
 //! function: the lock-free one by compare-and-swap, the mutex one under its
 //! lock. So they share semantics by construction, and the differential tests
 //! compare the two ways of applying it.
+//!
+//! # The transitions
+//!
+//! An attempt holds the state word (timestamp `ts`, sequence, node id and
+//! clock id in their ID positions) and a clock reading whose tick is `r`;
+//! `lead` is the `Borrow` allowance in ticks (0 under other policies), and
+//! the tick has *room* while its sequence is below the maximum. A leased
+//! generator first passes the fence ([`Plan::gate`]); the first row that
+//! matches decides:
+//!
+//! | lease | clock vs. state | room | step, or stall |
+//! |---|---|---|---|
+//! | closed or expired | any | any | stall `Fenced` |
+//! | grants another node id, or `ts` at or below its floor | any | any | *switch*: install the grant's node id at `max(ts, floor)` (a rotation: at the floor) with that tick used up; issues nothing; read the clock again |
+//! | none, or valid | `r > ts`, past the layout's end | any | stall `Expired` |
+//! | none, or valid | `r > ts` | any | enter tick `r` at the start value, if the reservation and the lease's ceiling cover it; else stall `Unreserved` (the writer or keeper is asked for it) |
+//! | none, or valid | `ts - lead <= r <= ts` | yes | the next sequence values of `ts` (the fast path, when `r == ts` and there is no lease) |
+//! | none, or valid | `ts - lead <= r <= ts` | no | [`OnExhausted`]: `Wait` and `Error`, stall `Exhausted` (retry when the clock reaches `ts + 1 - lead`); `Borrow`, enter `ts + 1` if at most `r + lead`; `NextClock`, enter `ts` on the next clock id free in it (else stall) |
+//! | none, or valid | `r < ts - lead` | any | [`OnClockBehind`]: `Continue`, as the two rows above; `Wait` and `Error`, stall `Behind`; `NextClock`, enter tick `r` on the next free clock id (else continue) |
+//!
+//! After the install, a leased attempt confirms its ticket: IDs made under a
+//! grant that lapsed or was replaced meanwhile are dropped, and the attempt
+//! starts over. A stall computed from a reading older than the state word
+//! is never reported: the attempt reads the clock again first (the fast
+//! path's reading is the clock's cached one, used only to continue a tick).
 
 use std::sync::Arc;
 use std::time::Duration;
