@@ -20,6 +20,7 @@ use std::time::Duration;
 
 /// Atomics in statics that live as long as the process and are never part of
 /// a loom model (a static would outlive the model): std's, even under loom.
+#[cfg(not(flakeid_loom))]
 pub(crate) mod process {
     pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
 }

@@ -305,6 +305,18 @@ impl<C: Clock> Generator<C> {
         }
     }
 
+    /// `try_next_id` that decides on the clock's cached reading where it must
+    /// read the precise clock (a new tick, a used-up sequence, a clock
+    /// behind): a cached reading that lags a tick another thread entered is
+    /// taken for the clock stepping back.
+    #[doc(hidden)]
+    pub fn broken_try_next_id_on_cached(&self) -> Result<Id, GenerateError> {
+        self.core
+            .broken_poll_on_cached(1)
+            .map(|step| Id::from_u64(step.first))
+            .map_err(|stall| self.core.plan().error(stall))
+    }
+
     /// `next_id` that, after losing a race, retries the successor it computed
     /// before instead of computing a new one: a lost sequence increment. If
     /// the winner installed that same successor, the retry succeeds without

@@ -281,6 +281,19 @@ impl<C> Core<AtomicCell, C> {
     pub(crate) fn plan(&self) -> &Plan {
         &self.plan
     }
+
+    /// `poll` that, where the short path does not apply, decides on the
+    /// cached reading instead of reading the precise clock: a cached reading
+    /// older than the state then passes for the clock stepping back.
+    #[cfg(flakeid_loom)]
+    pub(crate) fn broken_poll_on_cached(&self, n: u64) -> Result<Step, Stall>
+    where
+        C: Clock,
+    {
+        let recent = self.clock.recent_ms();
+        let held = self.state.hold();
+        self.settle(Attempt::new(held, recent, true), n)
+    }
 }
 
 impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
