@@ -46,6 +46,12 @@ pub trait Clock: Send + Sync {
     /// [`MonotonicClock`] serves a reading that one thread per process
     /// keeps fresh.
     ///
+    /// Serve a cached reading only from a clock that never goes back: a
+    /// step back shows only once the generator reads `now_ms` (when the
+    /// cached reading's tick is used up, or names another tick), so until
+    /// then the [`OnClockBehind`](crate::OnClockBehind) policy does not see
+    /// it.
+    ///
     /// ```
     /// use flakeid::Clock;
     /// use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,6 +18,12 @@
 //! - `last_id` is the model's state, and the counters (when on) count what
 //!   the model counted.
 //!
+//! Scenarios whose seed has its top bit set run on a clock with a cached
+//! reading (`Clock::recent_ms`, as the default `MonotonicClock` has): the
+//! generator's precise readings refresh it, and a `Refresh` operation plays
+//! the refresh thread; the model continues a tick on that reading as the
+//! docs say the fast path does, stale or not.
+//!
 //! Nothing waits for real time. A call the model says waits is first polled
 //! (which must report the stall the model predicts); then the clock moves by
 //! the reported time, as a waiting caller's clock would, and the call is
@@ -30,6 +36,7 @@
 mod model;
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flakeid::{
@@ -70,6 +77,8 @@ pub enum Op {
     /// Sets the clock to this many ms past the start of the last ID's
     /// tick (back from past the end, forward from far behind).
     ToState(u64),
+    /// The refresh thread's step: the cached reading becomes the clock's.
+    Refresh,
     Take {
         call: Call,
         /// `None`: the single-ID call; `Some(n)`: the batch call for `n`.
@@ -86,6 +95,8 @@ pub struct Scenario {
     pub config: Config,
     pub seed: u64,
     pub counters: bool,
+    /// Run on a [`CachedClock`].
+    pub cached: bool,
     pub start_ms: u64,
     pub ops: Vec<Op>,
 }
@@ -157,6 +168,7 @@ impl Scenario {
             b => Some(1 + u64::from(b / 2) % capacity),
         };
         let seed = u64::from(word(u));
+        let cached = seed & 0x8000 != 0;
         let counters = byte(u).is_multiple_of(2);
         let last_tick = (1u64 << timestamp_bits) - 1;
         let start_tick = 1 + u64::from(byte(u)) % 200.min(last_tick);
@@ -185,6 +197,7 @@ impl Scenario {
                 28 | 29 => Op::ToState(u64::from(byte(u)) % (3 * unit)),
                 // Around the epoch, before it included.
                 30 => Op::Set(epoch_ms + u64::from(byte(u)) % (3 * unit) - unit.min(2)),
+                31 if cached => Op::Refresh,
                 _ => {
                     let call = [Call::Next, Call::Try, Call::Poll][usize::from(b / 32 % 3)];
                     let batch =
@@ -209,6 +222,7 @@ impl Scenario {
             },
             seed,
             counters,
+            cached,
             start_ms,
             ops,
         }
@@ -260,7 +274,7 @@ trait Subject: Sync {
     fn counters(&self) -> Option<Stats>;
 }
 
-impl Subject for Generator<ManualClock> {
+impl<C: Clock> Subject for Generator<C> {
     fn take(&self, call: Call, batch: Option<usize>) -> Result<Vec<Id>, GenerateError> {
         match (call, batch) {
             (Call::Next, None) => Ok(vec![self.next_id()]),
@@ -281,7 +295,7 @@ impl Subject for Generator<ManualClock> {
     }
 }
 
-impl Subject for MutexGenerator<ManualClock> {
+impl<C: Clock> Subject for MutexGenerator<C> {
     fn take(&self, call: Call, batch: Option<usize>) -> Result<Vec<Id>, GenerateError> {
         match (call, batch) {
             (Call::Next, None) => Ok(vec![self.next_id()]),
@@ -299,6 +313,39 @@ impl Subject for MutexGenerator<ManualClock> {
 
     fn counters(&self) -> Option<Stats> {
         self.stats()
+    }
+}
+
+/// A clock with a cached reading, as `MonotonicClock` has: a precise
+/// reading stores itself as the cached one, and [`CachedClock::refresh`]
+/// plays the refresh thread. Its time is a [`ManualClock`]'s, which may go
+/// back, so a stale cached reading can also be ahead of the clock.
+#[derive(Clone)]
+struct CachedClock {
+    precise: ManualClock,
+    cached: std::sync::Arc<AtomicU64>,
+}
+
+impl CachedClock {
+    fn new(precise: ManualClock) -> CachedClock {
+        let cached = std::sync::Arc::new(AtomicU64::new(precise.now_ms()));
+        CachedClock { precise, cached }
+    }
+
+    fn refresh(&self) {
+        self.now_ms();
+    }
+}
+
+impl Clock for CachedClock {
+    fn now_ms(&self) -> u64 {
+        let now = self.precise.now_ms();
+        self.cached.store(now, Ordering::Relaxed);
+        now
+    }
+
+    fn recent_ms(&self) -> u64 {
+        self.cached.load(Ordering::Relaxed)
     }
 }
 
@@ -331,17 +378,34 @@ pub fn run(data: &[u8]) {
             return;
         }
     };
+    if s.cached {
+        let cached = CachedClock::new(clock.clone());
+        let lock_free = builder
+            .clone()
+            .clock(cached.clone())
+            .build()
+            .expect("Generator refused a valid configuration");
+        Run::new(&s, &rules, clock, Some(cached)).all(&lock_free, "Generator (cached clock)");
+        let clock = ManualClock::new(s.start_ms);
+        let cached = CachedClock::new(clock.clone());
+        let locked = builder
+            .clock(cached.clone())
+            .build_mutex()
+            .expect("MutexGenerator refused a valid configuration");
+        Run::new(&s, &rules, clock, Some(cached)).all(&locked, "MutexGenerator (cached clock)");
+        return;
+    }
     let lock_free = builder
         .clone()
         .build()
         .expect("Generator refused a valid configuration");
-    Run::new(&s, &rules, clock).all(&lock_free, "Generator");
+    Run::new(&s, &rules, clock, None).all(&lock_free, "Generator");
     let clock = ManualClock::new(s.start_ms);
     let locked = builder
         .clock(clock.clone())
         .build_mutex()
         .expect("MutexGenerator refused a valid configuration");
-    Run::new(&s, &rules, clock).all(&locked, "MutexGenerator");
+    Run::new(&s, &rules, clock, None).all(&locked, "MutexGenerator");
 }
 
 /// One generator's run through a scenario.
@@ -349,16 +413,24 @@ struct Run<'a> {
     s: &'a Scenario,
     rules: &'a Rules,
     clock: ManualClock,
+    /// The generator's clock, when it has a cached reading.
+    cached: Option<CachedClock>,
     /// How many more calls may wait in real time ([`REAL_WAITS`]).
     real_waits: Cell<u32>,
 }
 
 impl<'a> Run<'a> {
-    fn new(s: &'a Scenario, rules: &'a Rules, clock: ManualClock) -> Run<'a> {
+    fn new(
+        s: &'a Scenario,
+        rules: &'a Rules,
+        clock: ManualClock,
+        cached: Option<CachedClock>,
+    ) -> Run<'a> {
         Run {
             s,
             rules,
             clock,
+            cached,
             real_waits: Cell::new(REAL_WAITS),
         }
     }
@@ -395,6 +467,7 @@ impl<'a> Run<'a> {
                 seq: initial.sequence,
                 clock_id: self.s.config.clock_id,
             },
+            self.cached.as_ref().map(Clock::recent_ms),
         );
         let mut log = Vec::new();
         for (i, op) in self.s.ops.iter().enumerate() {
@@ -404,6 +477,11 @@ impl<'a> Run<'a> {
                 Op::Rewind(ms) => self.clock.rewind(Duration::from_millis(ms)),
                 Op::Set(ms) => self.clock.set_ms(ms),
                 Op::ToState(ms) => self.clock.set_ms(self.rules.unix_ms(model.state.tick) + ms),
+                Op::Refresh => {
+                    let clock = self.cached.as_ref().expect("only on a cached clock");
+                    clock.refresh();
+                    model.cached = Some(clock.recent_ms());
+                }
                 Op::Take {
                     call,
                     batch,
@@ -532,6 +610,16 @@ impl<'a> Run<'a> {
         now: u64,
         got: Result<Vec<Id>, GenerateError>,
     ) -> Result<(), String> {
+        model.called_at(now);
+        if let Some(clock) = &self.cached
+            && Some(clock.recent_ms()) != model.cached
+        {
+            return Err(format!(
+                "the call left the cached reading at {}, the model at {:?}",
+                clock.recent_ms(),
+                model.cached
+            ));
+        }
         let at = format!("at {now} ms (tick {})", self.rules.tick_of(now));
         let ids = match (verdict, got) {
             (Verdict::Report(want) | Verdict::Stall(want), got) => {

@@ -192,10 +192,13 @@ pub struct Model {
     pub issued: u64,
     pub borrowed_ticks: u64,
     pub clock_id_bumps: u64,
+    /// For a clock with a cached reading (`Clock::recent_ms`), that reading:
+    /// "a value `now_ms` returned at some moment before this call".
+    pub cached: Option<u64>,
 }
 
 impl Model {
-    pub fn new(rules: Rules, state: State) -> Model {
+    pub fn new(rules: Rules, state: State, cached: Option<u64>) -> Model {
         Model {
             rules,
             used: BTreeSet::from([state.clock_id]),
@@ -203,6 +206,29 @@ impl Model {
             issued: 0,
             borrowed_ticks: 0,
             clock_id_bumps: 0,
+            cached,
+        }
+    }
+
+    /// Whether a call continues the state's tick on the cached reading
+    /// alone. `Clock::recent_ms`: "A generator reads it on its fast path and
+    /// uses it only to continue the tick it names ... every other decision
+    /// ... is made on `now_ms`", and "a step back ... shows only once the
+    /// generator reads `now_ms`". Ambiguous: when the fast path applies;
+    /// taken as exactly when the cached reading's tick is the state's and
+    /// the tick has room, the one case where continuing needs no decision.
+    fn continues_on_cached(&self) -> bool {
+        self.cached.is_some_and(|cached| {
+            self.rules.tick_of(cached) == self.state.tick && self.state.seq < self.rules.last_seq
+        })
+    }
+
+    /// What a call that was made at precise reading `now_ms` leaves as the
+    /// cached reading: unchanged if it continued on the cached one, else the
+    /// precise reading it took. Call before [`commit`](Model::commit).
+    pub fn called_at(&mut self, now_ms: u64) {
+        if self.cached.is_some() && !self.continues_on_cached() {
+            self.cached = Some(now_ms);
         }
     }
 
@@ -211,6 +237,14 @@ impl Model {
     pub fn decide(&self, now_ms: u64) -> Verdict {
         let r = &self.rules;
         let State { tick, clock_id, .. } = self.state;
+        if self.continues_on_cached() {
+            return Verdict::Issue {
+                tick,
+                clock_id,
+                first: Some(self.state.seq + 1),
+                borrowed: false,
+            };
+        }
         // `GenerateError::Expired`: "The clock is past the last instant the
         // layout can encode."
         if now_ms > r.last_ms() {
