@@ -315,9 +315,9 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// ```
 pub struct MonotonicClock<W: Clock = SystemClock> {
     shared: Arc<Anchored<W>>,
-    /// Whether [`Clock::recent_ms`] serves the cached reading (else it is a
-    /// precise one).
-    cached: bool,
+    /// The cached reading [`Clock::recent_ms`] serves (the clock's highest
+    /// reading), or `None` for a precise one.
+    cached: Option<LastMs>,
     /// Keeps the process's refresh thread running while this clock lives.
     _refresh: Option<Refresh>,
 }
@@ -337,12 +337,16 @@ struct Anchored<W> {
     /// Slow-elapsed ms at which a reading next consults the wall clock.
     next_check_ms: AtomicU64,
     /// The highest reading returned: a lower one returns this instead. The
-    /// cached reading, on a line of its own: read by every fast path, written
-    /// once per millisecond, when a reading first passes it.
-    last_ms: CachePadded<AtomicU64>,
+    /// cached reading, on a line of its own: read by every fast path,
+    /// written once per millisecond, when a reading first passes it.
+    last_ms: LastMs,
     check_every_ms: u64,
     wall: W,
 }
+
+/// Where a clock keeps its highest reading, shared with the clocks that
+/// serve it as their cached reading.
+type LastMs = Arc<CachePadded<AtomicU64>>;
 
 impl MonotonicClock {
     /// The process's clock, anchored to the system wall clock, with the
@@ -364,7 +368,7 @@ impl MonotonicClock {
             if let Some(refresh) = process.register() {
                 return MonotonicClock {
                     shared: process.clock.clone(),
-                    cached: true,
+                    cached: Some(process.clock.last_ms.clone()),
                     _refresh: Some(refresh),
                 };
             }
@@ -402,7 +406,7 @@ impl MonotonicClock {
         ));
         MonotonicClock {
             shared,
-            cached: false,
+            cached: None,
             _refresh: None,
         }
     }
@@ -436,7 +440,7 @@ impl<W: Clock> MonotonicClock<W> {
                 wall,
                 Duration::from_secs(1),
             )),
-            cached: false,
+            cached: None,
             _refresh: None,
         }
     }
@@ -448,9 +452,10 @@ impl<W: Clock> MonotonicClock<W> {
     /// the cached reading, here refreshed by nothing but precise readings (a
     /// refresh thread that stalled for good).
     fn from_parts(source: Source, wall: W, check_every: Duration, cached: bool) -> Self {
+        let shared = Arc::new(Anchored::new(source, wall, check_every));
         MonotonicClock {
-            shared: Arc::new(Anchored::new(source, wall, check_every)),
-            cached,
+            cached: cached.then(|| shared.last_ms.clone()),
+            shared,
             _refresh: None,
         }
     }
@@ -471,7 +476,7 @@ impl<W: Clock> Anchored<W> {
             slow_ms_per_tick,
             anchor_ms: AtomicU64::new(anchor_ms),
             next_check_ms: AtomicU64::new(check_every_ms),
-            last_ms: CachePadded::new(AtomicU64::new(anchor_ms)),
+            last_ms: Arc::new(CachePadded::new(AtomicU64::new(anchor_ms))),
             check_every_ms,
             source,
             start,
@@ -492,6 +497,14 @@ impl<W: Clock> Anchored<W> {
     #[inline]
     fn now_ms(&self) -> u64 {
         self.at(self.source.raw())
+    }
+
+    /// [`now_ms`](Anchored::now_ms) out of line, for `recent_ms` of a clock
+    /// without a cached reading: the fast path that inlines `recent_ms`
+    /// stays a few instructions long.
+    #[inline(never)]
+    fn precise(&self) -> u64 {
+        self.now_ms()
     }
 
     /// The reading for raw counter value `counter`.
@@ -572,10 +585,10 @@ impl<W: Clock> Clock for MonotonicClock<W> {
 
     #[inline]
     fn recent_ms(&self) -> u64 {
-        if self.cached {
-            self.shared.last_ms.load(Ordering::Relaxed)
-        } else {
-            self.shared.now_ms()
+        match &self.cached {
+            // The fast path's whole clock: one load.
+            Some(last_ms) => last_ms.load(Ordering::Relaxed),
+            None => self.shared.precise(),
         }
     }
 }
@@ -586,7 +599,7 @@ impl<W: Clock> Clone for MonotonicClock<W> {
     fn clone(&self) -> Self {
         MonotonicClock {
             shared: self.shared.clone(),
-            cached: self.cached,
+            cached: self.cached.clone(),
             _refresh: self._refresh.clone(),
         }
     }
@@ -597,7 +610,7 @@ impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
         f.debug_struct("MonotonicClock")
             .field("source", &self.shared.source)
             .field("anchor_ms", &self.shared.anchor_ms.load(Ordering::Relaxed))
-            .field("cached", &self.cached)
+            .field("cached", &self.cached.is_some())
             .field("wall", &self.shared.wall)
             .finish_non_exhaustive()
     }
@@ -1139,7 +1152,7 @@ mod tests {
         }));
         let clock = || MonotonicClock {
             shared: process.clock.clone(),
-            cached: true,
+            cached: Some(process.clock.last_ms.clone()),
             _refresh: Some(process.register().expect("a refresh thread")),
         };
         let first = clock();

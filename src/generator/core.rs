@@ -296,6 +296,20 @@ impl<C> Core<AtomicCell, C> {
     }
 }
 
+/// Why the fast path issued nothing. Small enough to pass in registers, so
+/// the fast path hands over to [`poll_rest`](Reserve::poll_rest) with a
+/// jump; the rest of the attempt holds the word again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Miss {
+    /// The node id is leased: every attempt passes the fence.
+    Leased,
+    /// The cached reading does not name the state's tick, or the tick has
+    /// no room left.
+    NotInTick,
+    /// The install lost a race, on the cached reading `recent`.
+    Lost { recent: u64 },
+}
+
 impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
     fn plan(&self) -> &Plan {
         &self.plan
@@ -305,66 +319,79 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
         self.counters.as_deref()
     }
 
-    /// One attempt that never waits. In the common case under load, one
-    /// clock load and one install: the clock's recent reading names the
-    /// state's tick, which has room, and no lease is involved
-    /// ([`Plan::advance_in_tick`]). Everything else goes to
-    /// [`settle`](Core::settle), out of line so this stays short.
+    /// The common case under load, one clock load and one install: the
+    /// clock's cached reading names the state's tick, which has room, and no
+    /// lease is involved ([`Plan::advance_in_tick`]). Anything else is a
+    /// [`Miss`] for [`poll_rest`](Reserve::poll_rest), out of line, so this
+    /// stays a few instructions long.
     ///
-    /// The short path reads [`Clock::recent_ms`], the cheap reading (the
-    /// default clock's is a load of a value a thread refreshes), before
-    /// holding the word, so that the install follows the load at once: the
-    /// shorter that window, the fewer compare-and-swaps lose. It only uses
-    /// a reading equal to the state's tick, to continue that tick, which is
-    /// valid whenever the reading was taken. Every other decision (a new
-    /// tick, a used-up sequence, a clock behind, the policies, a lease) is
-    /// made on [`Clock::now_ms`], the precise reading, taken after the word
-    /// is held: a reading older than the state can pass for the clock
-    /// stepping back, or, once `OnClockBehind::NextClock` or a lease's
-    /// rotation has moved the state back in time, for the clock being past
-    /// it (entering that tick would put the timestamp ahead of the clock and
-    /// undo the step; the loom models of `NextClock` find this).
+    /// It reads [`Clock::recent_ms`], the cheap reading (the default
+    /// clock's is one load of a value a thread refreshes), before holding
+    /// the word, so that the install follows the load at once: the shorter
+    /// that window, the fewer compare-and-swaps lose. It only uses a reading
+    /// equal to the state's tick, to continue that tick, which is valid
+    /// whenever the reading was taken. Every other decision (a new tick, a
+    /// used-up sequence, a clock behind, the policies, a lease) is made on
+    /// [`Clock::now_ms`], the precise reading, taken after the word is held:
+    /// a reading older than the state can pass for the clock stepping back,
+    /// or, once `OnClockBehind::NextClock` or a lease's rotation has moved
+    /// the state back in time, for the clock being past it (entering that
+    /// tick would put the timestamp ahead of the clock and undo the step;
+    /// the loom models of `NextClock` and of the cached reading find this).
     ///
     /// Always inlined: a call and a returned `Step` in memory cost as much as
     /// the rest of the fast path (measured with callgrind, `benches/README.md`).
     #[inline(always)]
-    fn poll(&self, n: u64) -> Result<Step, Stall> {
+    fn poll_fast(&self, n: u64) -> Result<Step, Miss> {
         // Checked once per call, so a leased generator goes straight to the
         // loop that passes the fence.
         if self.plan.is_leased() {
-            return self.poll_leased(n);
+            return Err(Miss::Leased);
         }
         let recent = self.clock.recent_ms();
         let mut held = self.state.hold();
-        let cur = held.cur();
-        let Some(step) = self.plan.advance_in_tick(cur, recent, n) else {
-            let now = self.clock.now_ms();
-            return self.settle(Attempt::new(held, now, true), n);
+        let Some(step) = self.plan.advance_in_tick(held.cur(), recent, n) else {
+            return Err(Miss::NotInTick);
         };
-        match held.install(step.next) {
-            Ok(()) => {
-                drop(held);
-                self.issued(&step);
-                Ok(step)
-            }
-            Err(actual) => {
-                let mut attempt = Attempt::new(held, recent, false);
-                self.lost(&mut attempt, cur, actual);
-                self.settle(attempt, n)
-            }
+        if held.install(step.next).is_err() {
+            return Err(Miss::Lost { recent });
         }
+        drop(held);
+        self.issued(&step);
+        Ok(step)
+    }
+
+    /// The rest of an attempt the fast path missed: the loop on a precise
+    /// reading taken after the word is held again, or, after a lost race to
+    /// a winner that stayed in the cached reading's tick, on that reading.
+    #[inline(never)]
+    fn poll_rest(&self, miss: Miss, n: u64) -> Result<Step, Stall> {
+        let held = self.state.hold();
+        let attempt = match miss {
+            Miss::Leased | Miss::NotInTick => {
+                let now = self.clock.now_ms();
+                Attempt::new(held, now, true)
+            }
+            Miss::Lost { recent } => {
+                if let Some(counters) = self.counters() {
+                    counters.record_lost_race();
+                }
+                // The fast path only installs in the reading's tick.
+                let same_tick = self.plan.ts_of(held.cur()) == self.plan.ticks(recent);
+                let mut attempt = Attempt::new(held, recent, false);
+                if !same_tick {
+                    attempt.read(&self.clock);
+                }
+                attempt.backoff.spin();
+                attempt
+            }
+        };
+        self.settle(attempt, n)
     }
 }
 
 impl<S: StateCell, C: Clock> Core<S, C> {
-    #[inline(never)]
-    fn poll_leased(&self, n: u64) -> Result<Step, Stall> {
-        let held = self.state.hold();
-        let now = self.clock.now_ms();
-        self.settle(Attempt::new(held, now, true), n)
-    }
-
-    /// The loop behind the short path: pass the lease's fence (switching
+    /// The loop behind the fast path: pass the lease's fence (switching
     /// node ids first if it says so), compute the step, install it, and
     /// confirm the lease still held. The transitions are drawn in `plan.rs`.
     #[inline(never)]

@@ -310,8 +310,15 @@ impl Plan {
         if self.unit_ms == 1 {
             since
         } else {
-            since / self.unit_ms
+            self.in_units(since)
         }
+    }
+
+    /// Out of line: a division is longer than the rest of the fast path,
+    /// which millisecond layouts never take.
+    #[inline(never)]
+    fn in_units(&self, ms: u64) -> u64 {
+        ms / self.unit_ms
     }
 
     /// The timestamp field of a state.
@@ -425,7 +432,17 @@ impl Plan {
     pub(crate) fn advance_in_tick(&self, cur: u64, now_ms: u64, n: u64) -> Option<Step> {
         debug_assert!(self.fence.is_none());
         let seq = self.seq_of(cur);
-        if self.ticks(now_ms) != self.ts_of(cur) || seq >= self.seq_max {
+        // `ticks(now_ms) == ts_of(cur)` without a division: the reading lies
+        // within the state's tick. (The layout keeps every tick's start below
+        // u64::MAX, so the product never wraps; a reading before the epoch
+        // wraps to far past the tick, and misses here to be decided in full.)
+        let since = now_ms.wrapping_sub(self.epoch_ms);
+        let in_tick = if self.unit_ms == 1 {
+            since == self.ts_of(cur)
+        } else {
+            since.wrapping_sub(self.ts_of(cur) * self.unit_ms) < self.unit_ms
+        };
+        if !in_tick || seq >= self.seq_max {
             return None;
         }
         Some(self.in_tick(cur, seq, n, Event::Plain))

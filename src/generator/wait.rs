@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::IdBatch;
+use super::core::Miss;
 use super::plan::{Plan, Stall, Step};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::stats::Counters;
@@ -23,8 +24,23 @@ pub(crate) enum Mode {
 pub(crate) trait Reserve {
     fn plan(&self) -> &Plan;
     fn counters(&self) -> Option<&Counters>;
+
+    /// The fast path of an attempt: a step, or a miss for
+    /// [`poll_rest`](Reserve::poll_rest).
+    fn poll_fast(&self, n: u64) -> Result<Step, Miss>;
+
+    /// The rest of an attempt the fast path missed: a step, or why none is
+    /// possible now.
+    fn poll_rest(&self, miss: Miss, n: u64) -> Result<Step, Stall>;
+
     /// One attempt that never waits: a step, or why none is possible now.
-    fn poll(&self, n: u64) -> Result<Step, Stall>;
+    #[inline]
+    fn poll(&self, n: u64) -> Result<Step, Stall> {
+        match self.poll_fast(n) {
+            Ok(step) => Ok(step),
+            Err(miss) => self.poll_rest(miss, n),
+        }
+    }
 
     /// Bookkeeping after `step` was installed and its IDs handed out.
     #[inline]
@@ -40,15 +56,19 @@ pub(crate) trait Reserve {
 /// to inline into the caller; waiting and panicking are out of line.
 #[inline]
 pub(crate) fn next_id<R: Reserve + ?Sized>(r: &R) -> Id {
-    match r.poll(1) {
+    match r.poll_fast(1) {
         Ok(step) => Id::from_u64(step.first),
-        Err(stall) => next_id_after(r, stall),
+        Err(miss) => next_id_missed(r, miss),
     }
 }
 
-#[cold]
+/// Not cold: under contention every lost race comes here.
 #[inline(never)]
-fn next_id_after<R: Reserve + ?Sized>(r: &R, stall: Stall) -> Id {
+fn next_id_missed<R: Reserve + ?Sized>(r: &R, miss: Miss) -> Id {
+    let stall = match r.poll_rest(miss, 1) {
+        Ok(step) => return Id::from_u64(step.first),
+        Err(stall) => stall,
+    };
     match wait(r, 1, stall, Mode::Wait) {
         Ok(step) => Id::from_u64(step.first),
         Err(e) => panic!("flakeid: {e}"),
