@@ -301,10 +301,8 @@ impl<C> Core<AtomicCell, C> {
 /// jump; the rest of the attempt holds the word again.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Miss {
-    /// The node id is leased: every attempt passes the fence.
-    Leased,
-    /// The cached reading does not name the state's tick, or the tick has
-    /// no room left.
+    /// The cached reading does not name the state's tick, the tick has no
+    /// room left, or the node id is leased (every attempt passes the fence).
     NotInTick,
     /// The install lost a race, on the cached reading `recent`.
     Lost { recent: u64 },
@@ -343,11 +341,6 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
     /// the rest of the fast path (measured with callgrind, `benches/README.md`).
     #[inline(always)]
     fn poll_fast(&self, n: u64) -> Result<Step, Miss> {
-        // Checked once per call, so a leased generator goes straight to the
-        // loop that passes the fence.
-        if self.plan.is_leased() {
-            return Err(Miss::Leased);
-        }
         let recent = self.clock.recent_ms();
         let mut held = self.state.hold();
         let Some(step) = self.plan.advance_in_tick(held.cur(), recent, n) else {
@@ -368,7 +361,7 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
     fn poll_rest(&self, miss: Miss, n: u64) -> Result<Step, Stall> {
         let held = self.state.hold();
         let attempt = match miss {
-            Miss::Leased | Miss::NotInTick => {
+            Miss::NotInTick => {
                 let now = self.clock.now_ms();
                 Attempt::new(held, now, true)
             }

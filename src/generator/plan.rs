@@ -105,6 +105,10 @@ pub(crate) struct Plan {
     seq_shift: u32,
     seq_max: u64,
     seq_one: u64,
+    /// The sequence field's bits in place, all of which set mean the tick is
+    /// used up; 0 with a lease, so the short path never applies then
+    /// ([`Plan::advance_in_tick`]).
+    short_full: u64,
     /// Mask of the clock-id bits in place (0 without a clock-id field).
     clk_mask: u64,
     clk_shift: u32,
@@ -158,6 +162,11 @@ impl Plan {
             ts_max: ts.max(),
             seq_shift: seq.shift(),
             seq_max: seq.max(),
+            short_full: if config.fence.is_some() {
+                0
+            } else {
+                seq.max() << seq.shift()
+            },
             seq_one: 1 << seq.shift(),
             clk_mask,
             clk_shift,
@@ -252,12 +261,6 @@ impl Plan {
                 | grant.node_bits
                 | (self.seq_max << self.seq_shift),
         ))
-    }
-
-    /// Whether the node id is leased (the generator then passes the fence).
-    #[inline]
-    pub(crate) fn is_leased(&self) -> bool {
-        self.fence.is_some()
     }
 
     /// Whether the IDs of a compare-and-swap made after [`gate`](Plan::gate)
@@ -424,14 +427,10 @@ impl Plan {
     ///
     /// The generators try it first so that the frequent call stays a few
     /// instructions long and inlines; new ticks, policies and the lease gate
-    /// go through `advance`, out of line.
-    ///
-    /// Only without a lease: the callers check [`is_leased`](Plan::is_leased)
-    /// first, once per call.
+    /// go through `advance`, out of line. With a lease it never applies:
+    /// every attempt passes the fence.
     #[inline]
     pub(crate) fn advance_in_tick(&self, cur: u64, now_ms: u64, n: u64) -> Option<Step> {
-        debug_assert!(self.fence.is_none());
-        let seq = self.seq_of(cur);
         // `ticks(now_ms) == ts_of(cur)` without a division: the reading lies
         // within the state's tick. (The layout keeps every tick's start below
         // u64::MAX, so the product never wraps; a reading before the epoch
@@ -442,17 +441,18 @@ impl Plan {
         } else {
             since.wrapping_sub(self.ts_of(cur) * self.unit_ms) < self.unit_ms
         };
-        if !in_tick || seq >= self.seq_max {
+        if !in_tick || cur & self.short_full == self.short_full {
             return None;
         }
-        Some(self.in_tick(cur, seq, n, Event::Plain))
+        Some(self.in_tick(cur, self.seq_of(cur), n, Event::Plain))
     }
 
     /// The next `n` (at most what is left) IDs of `cur`'s tick, whose
     /// sequence `seq` has room.
     #[inline(always)]
     fn in_tick(&self, cur: u64, seq: u64, n: u64, event: Event) -> Step {
-        let count = n.min(self.seq_max - seq);
+        // Spelled out for one ID, so `next_id` needs no sequence arithmetic.
+        let count = if n == 1 { 1 } else { n.min(self.seq_max - seq) };
         Step {
             next: cur + count * self.seq_one,
             first: cur + self.seq_one,
