@@ -502,6 +502,7 @@ impl<W: Clock> Anchored<W> {
     /// [`now_ms`](Anchored::now_ms) out of line, for `recent_ms` of a clock
     /// without a cached reading: the fast path that inlines `recent_ms`
     /// stays a few instructions long.
+    #[cold]
     #[inline(never)]
     fn precise(&self) -> u64 {
         self.now_ms()

@@ -432,14 +432,15 @@ impl Plan {
     #[inline]
     pub(crate) fn advance_in_tick(&self, cur: u64, now_ms: u64, n: u64) -> Option<Step> {
         // `ticks(now_ms) == ts_of(cur)` without a division: the reading lies
-        // within the state's tick. (The layout keeps every tick's start below
-        // u64::MAX, so the product never wraps; a reading before the epoch
-        // wraps to far past the tick, and misses here to be decided in full.)
-        let since = now_ms.wrapping_sub(self.epoch_ms);
+        // within the state's tick, which starts at `start` (computed from the
+        // state, not the reading, which arrives later). The layout keeps
+        // every tick's start below u64::MAX, so nothing wraps but a reading
+        // before the start, to far past the tick.
         let in_tick = if self.unit_ms == 1 {
-            since == self.ts_of(cur)
+            now_ms == self.ts_of(cur) + self.epoch_ms
         } else {
-            since.wrapping_sub(self.ts_of(cur) * self.unit_ms) < self.unit_ms
+            let start = self.ts_of(cur) * self.unit_ms + self.epoch_ms;
+            now_ms.wrapping_sub(start) < self.unit_ms
         };
         if !in_tick || cur & self.short_full == self.short_full {
             return None;
