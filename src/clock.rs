@@ -36,15 +36,16 @@ pub trait Clock: Send + Sync {
 
     /// A reading that may be older than [`now_ms`](Clock::now_ms) but costs
     /// less: a value `now_ms` returned at some moment before this call (a
-    /// cached one). By default, `now_ms` itself.
+    /// cached one), or `None` if the clock has no cheaper reading. By
+    /// default, `now_ms` itself.
     ///
     /// A generator reads it on its fast path and uses it only to continue
     /// the tick it names, which is valid whenever the reading was taken;
     /// every other decision (a new tick, a used-up sequence, a clock
-    /// behind) is made on `now_ms`. So an ID's timestamp lags its call by at
-    /// most the age of this reading, and never leads the clock.
-    /// [`MonotonicClock`] serves a reading that one thread per process
-    /// keeps fresh.
+    /// behind) is made on `now_ms`, as is every call when this is `None`.
+    /// So an ID's timestamp lags its call by at most the age of this
+    /// reading, and never leads the clock. [`MonotonicClock`] serves a
+    /// reading that one thread per process keeps fresh.
     ///
     /// Serve a cached reading only from a clock that never goes back: a
     /// step back shows only once the generator reads `now_ms` (when the
@@ -56,31 +57,30 @@ pub trait Clock: Send + Sync {
     /// use flakeid::Clock;
     /// use std::sync::atomic::{AtomicU64, Ordering};
     ///
-    /// /// A clock whose cheap reading is a value someone stored earlier.
+    /// /// A clock whose cheap reading is the highest one it returned.
     /// struct Cached {
     ///     now: AtomicU64,
-    ///     stored: AtomicU64,
+    ///     highest: AtomicU64,
     /// }
     ///
     /// impl Clock for Cached {
     ///     fn now_ms(&self) -> u64 {
     ///         let now = self.now.load(Ordering::Relaxed);
-    ///         self.stored.fetch_max(now, Ordering::Relaxed);
-    ///         now
+    ///         self.highest.fetch_max(now, Ordering::Relaxed).max(now)
     ///     }
-    ///     fn recent_ms(&self) -> u64 {
-    ///         self.stored.load(Ordering::Relaxed)
+    ///     fn recent_ms(&self) -> Option<u64> {
+    ///         Some(self.highest.load(Ordering::Relaxed))
     ///     }
     /// }
     ///
-    /// let clock = Cached { now: AtomicU64::new(5), stored: AtomicU64::new(0) };
-    /// assert_eq!(clock.recent_ms(), 0);
+    /// let clock = Cached { now: AtomicU64::new(5), highest: AtomicU64::new(0) };
+    /// assert_eq!(clock.recent_ms(), Some(0));
     /// assert_eq!(clock.now_ms(), 5);
-    /// assert_eq!(clock.recent_ms(), 5);
+    /// assert_eq!(clock.recent_ms(), Some(5));
     /// ```
     #[inline]
-    fn recent_ms(&self) -> u64 {
-        self.now_ms()
+    fn recent_ms(&self) -> Option<u64> {
+        Some(self.now_ms())
     }
 }
 
@@ -91,7 +91,7 @@ impl<C: Clock + ?Sized> Clock for &C {
     }
 
     #[inline]
-    fn recent_ms(&self) -> u64 {
+    fn recent_ms(&self) -> Option<u64> {
         (**self).recent_ms()
     }
 }
@@ -103,7 +103,7 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
 
     #[inline]
-    fn recent_ms(&self) -> u64 {
+    fn recent_ms(&self) -> Option<u64> {
         (**self).recent_ms()
     }
 }
@@ -115,7 +115,7 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
     }
 
     #[inline]
-    fn recent_ms(&self) -> u64 {
+    fn recent_ms(&self) -> Option<u64> {
         (**self).recent_ms()
     }
 }
@@ -499,15 +499,6 @@ impl<W: Clock> Anchored<W> {
         self.at(self.source.raw())
     }
 
-    /// [`now_ms`](Anchored::now_ms) out of line, for `recent_ms` of a clock
-    /// without a cached reading: the fast path that inlines `recent_ms`
-    /// stays a few instructions long.
-    #[cold]
-    #[inline(never)]
-    fn precise(&self) -> u64 {
-        self.now_ms()
-    }
-
     /// The reading for raw counter value `counter`.
     #[inline]
     fn at(&self, counter: u64) -> u64 {
@@ -584,13 +575,13 @@ impl<W: Clock> Clock for MonotonicClock<W> {
         self.shared.now_ms()
     }
 
+    /// The cached reading: one load. `None` for a clock without one
+    /// ([`MonotonicClock::thread_free`], [`MonotonicClock::with_wall`]).
     #[inline]
-    fn recent_ms(&self) -> u64 {
-        match &self.cached {
-            // The fast path's whole clock: one load.
-            Some(last_ms) => last_ms.load(Ordering::Relaxed),
-            None => self.shared.precise(),
-        }
+    fn recent_ms(&self) -> Option<u64> {
+        self.cached
+            .as_ref()
+            .map(|last_ms| last_ms.load(Ordering::Relaxed))
     }
 }
 
@@ -1015,7 +1006,7 @@ mod tests {
         let clock = MonotonicClock::new();
         let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
         assert!(diff <= 50, "{diff} ms apart");
-        assert!(clock.recent_ms() <= clock.now_ms());
+        assert!(clock.recent_ms().unwrap() <= clock.now_ms());
         let free = MonotonicClock::thread_free();
         assert!(free.now_ms() >= clock.now_ms(), "one clock per process");
         if cfg!(miri) {
@@ -1128,10 +1119,10 @@ mod tests {
     /// until `clock`'s cached reading is `ms`.
     fn until_cached(clock: &impl Clock, ms: u64) {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while clock.recent_ms() != ms {
+        while clock.recent_ms() != Some(ms) {
             assert!(
                 std::time::Instant::now() < deadline,
-                "never refreshed to {ms}: {}",
+                "never refreshed to {ms}: {:?}",
                 clock.recent_ms()
             );
             std::thread::sleep(Duration::from_millis(1));
@@ -1157,7 +1148,7 @@ mod tests {
             _refresh: Some(process.register().expect("a refresh thread")),
         };
         let first = clock();
-        let start = first.recent_ms();
+        let start = first.recent_ms().unwrap();
         mock.increment(Duration::from_millis(50));
         // 50 ms read 1/1024 slow, once the thread has refreshed; nobody
         // here takes a precise reading.
@@ -1171,7 +1162,7 @@ mod tests {
         let again = clock();
         mock.increment(Duration::from_millis(50));
         until_cached(&again, start + 99);
-        assert!(again.recent_ms() <= again.now_ms());
+        assert!(again.recent_ms().unwrap() <= again.now_ms());
     }
 
     #[test]
@@ -1218,7 +1209,7 @@ mod tests {
                     Some((t, n)) if *t == tick(id) => *n += 1,
                     _ => {
                         assert!(tick(id) > per_tick.last().unwrap().0);
-                        assert_eq!(clock.recent_ms(), clock.now_ms());
+                        assert_eq!(clock.recent_ms(), Some(clock.now_ms()));
                         per_tick.push((tick(id), 1));
                     }
                 },

@@ -344,8 +344,8 @@ impl Clock for CachedClock {
         now
     }
 
-    fn recent_ms(&self) -> u64 {
-        self.cached.load(Ordering::Relaxed)
+    fn recent_ms(&self) -> Option<u64> {
+        Some(self.cached.load(Ordering::Relaxed))
     }
 }
 
@@ -467,7 +467,7 @@ impl<'a> Run<'a> {
                 seq: initial.sequence,
                 clock_id: self.s.config.clock_id,
             },
-            self.cached.as_ref().map(Clock::recent_ms),
+            self.cached.as_ref().and_then(Clock::recent_ms),
         );
         let mut log = Vec::new();
         for (i, op) in self.s.ops.iter().enumerate() {
@@ -480,7 +480,7 @@ impl<'a> Run<'a> {
                 Op::Refresh => {
                     let clock = self.cached.as_ref().expect("only on a cached clock");
                     clock.refresh();
-                    model.cached = Some(clock.recent_ms());
+                    model.cached = clock.recent_ms();
                 }
                 Op::Take {
                     call,
@@ -612,10 +612,10 @@ impl<'a> Run<'a> {
     ) -> Result<(), String> {
         model.called_at(now);
         if let Some(clock) = &self.cached
-            && Some(clock.recent_ms()) != model.cached
+            && clock.recent_ms() != model.cached
         {
             return Err(format!(
-                "the call left the cached reading at {}, the model at {:?}",
+                "the call left the cached reading at {:?}, the model at {:?}",
                 clock.recent_ms(),
                 model.cached
             ));

@@ -290,7 +290,7 @@ impl<C> Core<AtomicCell, C> {
     where
         C: Clock,
     {
-        let recent = self.clock.recent_ms();
+        let recent = self.clock.recent_ms().expect("a cached reading");
         let held = self.state.hold();
         self.settle(Attempt::new(held, recent, true), n)
     }
@@ -302,7 +302,8 @@ impl<C> Core<AtomicCell, C> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Miss {
     /// The cached reading does not name the state's tick, the tick has no
-    /// room left, or the node id is leased (every attempt passes the fence).
+    /// room left, the clock has no cached reading, or the node id is leased
+    /// (every attempt passes the fence).
     NotInTick,
     /// The install lost a race, on the cached reading `recent`.
     Lost { recent: u64 },
@@ -341,45 +342,69 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
     /// the rest of the fast path (measured with callgrind, `benches/README.md`).
     #[inline(always)]
     fn poll_fast(&self, n: u64) -> Result<Step, Miss> {
-        let recent = self.clock.recent_ms();
-        let mut held = self.state.hold();
-        let Some(step) = self.plan.advance_in_tick(held.cur(), recent, n) else {
+        let Some(recent) = self.clock.recent_ms() else {
             return Err(Miss::NotInTick);
         };
-        if held.install(step.next).is_err() {
-            return Err(Miss::Lost { recent });
-        }
+        let mut held = self.state.hold();
+        let step = self.in_tick(&mut held, recent, n)?;
         drop(held);
         self.issued(&step);
         Ok(step)
     }
 
-    /// The rest of an attempt the fast path missed: the loop on a precise
-    /// reading taken after the word is held again, or, after a lost race to
-    /// a winner that stayed in the cached reading's tick, on that reading.
+    /// The rest of an attempt the fast path missed, on the word held again:
+    /// the short path once more on a precise reading (every call of a clock
+    /// without a cached reading comes here), then the loop, on that reading,
+    /// or, after a lost race to a winner that stayed in the reading's tick,
+    /// on the reading the race was lost with.
     #[inline(never)]
     fn poll_rest(&self, miss: Miss, n: u64) -> Result<Step, Stall> {
-        let held = self.state.hold();
-        let attempt = match miss {
+        let mut held = self.state.hold();
+        let (now, fresh) = match miss {
             Miss::NotInTick => {
                 let now = self.clock.now_ms();
-                Attempt::new(held, now, true)
-            }
-            Miss::Lost { recent } => {
-                if let Some(counters) = self.counters() {
-                    counters.record_lost_race();
+                match self.in_tick(&mut held, now, n) {
+                    Ok(step) => {
+                        drop(held);
+                        self.issued(&step);
+                        return Ok(step);
+                    }
+                    Err(Miss::NotInTick) => (now, true),
+                    Err(Miss::Lost { .. }) => (now, false),
                 }
-                // The fast path only installs in the reading's tick.
-                let same_tick = self.plan.ts_of(held.cur()) == self.plan.ticks(recent);
-                let mut attempt = Attempt::new(held, recent, false);
-                if !same_tick {
-                    attempt.read(&self.clock);
-                }
-                attempt.backoff.spin();
-                attempt
             }
+            Miss::Lost { recent } => (recent, false),
         };
+        let mut attempt: Attempt<'_, S> = Attempt::new(held, now, true);
+        if !fresh {
+            if let Some(counters) = self.counters() {
+                counters.record_lost_race();
+            }
+            // The short path only installs in the reading's tick: if the
+            // winner stayed there, the reading is as good as any.
+            if self.plan.ts_of(attempt.held.cur()) == self.plan.ticks(now) {
+                attempt.fresh = false;
+            } else {
+                attempt.read(&self.clock);
+            }
+            attempt.backoff.spin();
+        }
         self.settle(attempt, n)
+    }
+}
+
+impl<S: StateCell, C: Clock> Core<S, C> {
+    /// The short path on `reading` ([`Plan::advance_in_tick`]): the step, if
+    /// it applies and its install wins.
+    #[inline(always)]
+    fn in_tick(&self, held: &mut S::Held<'_>, reading: u64, n: u64) -> Result<Step, Miss> {
+        let Some(step) = self.plan.advance_in_tick(held.cur(), reading, n) else {
+            return Err(Miss::NotInTick);
+        };
+        if held.install(step.next).is_err() {
+            return Err(Miss::Lost { recent: reading });
+        }
+        Ok(step)
     }
 }
 

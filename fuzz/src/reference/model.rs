@@ -215,11 +215,15 @@ impl Model {
     /// uses it only to continue the tick it names ... every other decision
     /// ... is made on `now_ms`", and "a step back ... shows only once the
     /// generator reads `now_ms`". Ambiguous: when the fast path applies;
-    /// taken as exactly when the cached reading's tick is the state's and
-    /// the tick has room, the one case where continuing needs no decision.
+    /// taken as exactly when the cached reading lies in the state's tick
+    /// (a reading before the epoch lies in none) and the tick has room, the
+    /// one case where continuing needs no decision.
     fn continues_on_cached(&self) -> bool {
+        let r = &self.rules;
         self.cached.is_some_and(|cached| {
-            self.rules.tick_of(cached) == self.state.tick && self.state.seq < self.rules.last_seq
+            cached >= r.epoch_ms
+                && r.tick_of(cached) == self.state.tick
+                && self.state.seq < r.last_seq
         })
     }
 
