@@ -28,12 +28,13 @@ mod chart;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
+use crossbeam_utils::CachePadded;
 use ferroid::generator::{AtomicSnowflakeGenerator, LockSnowflakeGenerator};
 use ferroid::id::{SnowflakeId, SnowflakeTwitterId};
 use ferroid::time::{MonotonicClock as FerroidClock, TWITTER_EPOCH, TimeSource};
@@ -192,6 +193,82 @@ impl Contender for UuidV7 {
     }
 }
 
+/// The floor: the bare minimum a time-ordered ID from a shared word costs,
+/// one load of a cached time and one compare-and-swap, with nothing else (no
+/// layout, no policy, no backoff). Its time is a ms that a thread stores
+/// every ms, as ferroid's clock does.
+struct Floor {
+    state: CachePadded<AtomicU64>,
+    /// Compare-and-swaps that lost, counted only by [`Floor::counted`].
+    lost: AtomicU64,
+}
+
+/// The ms the floor reads: stored every ms by one thread for the process.
+fn floor_ms() -> &'static AtomicU64 {
+    static MS: OnceLock<&'static AtomicU64> = OnceLock::new();
+    MS.get_or_init(|| {
+        let ms: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(unix_ms())));
+        std::thread::Builder::new()
+            .name("floor-clock".into())
+            .spawn(move || {
+                loop {
+                    ms.store(unix_ms(), Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+            .expect("a thread for the floor's clock");
+        ms
+    })
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Floor {
+    fn new() -> Floor {
+        Floor {
+            state: CachePadded::new(AtomicU64::new(0)),
+            lost: AtomicU64::new(0),
+        }
+    }
+
+    /// One ID: the next value in the cached ms, or the first of a new one.
+    #[inline]
+    fn next<const COUNT: bool>(&self, ms: &AtomicU64) -> u64 {
+        let t = ms.load(Ordering::Relaxed) - WIDE_EPOCH_MS;
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            let next = if cur >> 22 == t { cur + 1 } else { t << 22 };
+            match self
+                .state
+                .compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return next,
+                Err(actual) => {
+                    if COUNT {
+                        self.lost.fetch_add(1, Ordering::Relaxed);
+                    }
+                    cur = actual;
+                }
+            }
+        }
+    }
+
+    fn counted(&self) -> u64 {
+        self.next::<true>(floor_ms())
+    }
+}
+
+impl Contender for Floor {
+    #[inline]
+    fn id(&self) -> u64 {
+        self.next::<false>(floor_ms())
+    }
+}
+
 /// A generator in the report: its directory name in criterion's output, its
 /// label, and what limits it.
 struct Entry {
@@ -201,15 +278,20 @@ struct Entry {
     sequence: &'static str,
 }
 
-const ENTRIES: [Entry; 9] = [
+const ENTRIES: [Entry; 10] = [
     Entry {
-        key: "flakeid",
-        label: "flakeid `Generator`",
+        key: "floor",
+        label: "floor: one cached-time load + one CAS",
         sequence: "22 bits",
     },
     Entry {
-        key: "flakeid-recent",
-        label: "flakeid `Generator` + `RecentClock`",
+        key: "flakeid",
+        label: "flakeid `Generator` (default clock)",
+        sequence: "22 bits",
+    },
+    Entry {
+        key: "flakeid-thread-free",
+        label: "flakeid `Generator` + `MonotonicClock::thread_free()`",
         sequence: "22 bits",
     },
     Entry {
@@ -298,12 +380,13 @@ fn wide_contenders() -> Vec<(&'static str, Box<dyn Sweep>)> {
         .finalize()
         .expect("valid snowflake_me layout");
     vec![
+        ("floor", Box::new(Floor::new())),
         (
             "flakeid",
             Box::new(Flakeid(builder.clone().build().expect("valid"))),
         ),
         (
-            "flakeid-recent",
+            "flakeid-thread-free",
             Box::new(Flakeid(
                 builder
                     .clone()
@@ -501,7 +584,7 @@ fn cap_contenders() -> Vec<(&'static str, Box<dyn CapSweep>)> {
             Box::new(Flakeid(twitter.clone().build().expect("valid"))),
         ),
         (
-            "flakeid-recent",
+            "flakeid-thread-free",
             Box::new(Flakeid(
                 twitter
                     .clone()
@@ -621,6 +704,54 @@ fn timer_overhead_ns() -> f64 {
 // ---------------------------------------------------------------------------
 // The criterion groups.
 
+/// Lost compare-and-swaps per issued ID at one thread count.
+struct Lost {
+    threads: usize,
+    /// The default `Generator`, from its counters (`Stats::lost_races`).
+    flakeid: f64,
+    /// The floor loop, counting its own.
+    floor: f64,
+}
+
+/// Contention made visible: compare-and-swaps that lost a race, per issued
+/// ID, at each thread count. Counted in passes of their own, not in the
+/// timed ones: the generator's counters add one shared increment per call,
+/// so its figure here is from slightly busier runs than the cost view's.
+fn lost_races(settings: &Settings) -> Vec<Lost> {
+    let ids: u64 = if settings.quick { 200_000 } else { 4_000_000 };
+    THREADS
+        .iter()
+        .filter(|&&t| settings.selects(&format!("lost/{t}")))
+        .map(|&threads| {
+            let generator = Generator::builder(wide_layout())
+                .counters(true)
+                .build()
+                .expect("valid");
+            let generator = Flakeid(generator);
+            run_for_iters(&generator, threads, ids);
+            let stats = generator.0.stats().expect("counters are on");
+            let floor = Floor::new();
+            let per_thread = ids.div_ceil(threads as u64);
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        for _ in 0..per_thread {
+                            black_box(floor.counted());
+                        }
+                    });
+                }
+            });
+            let floor_lost = floor.lost.load(Ordering::Relaxed);
+            eprintln!("lost/{threads}: measured");
+            Lost {
+                threads,
+                flakeid: stats.lost_races as f64 / stats.issued as f64,
+                floor: floor_lost as f64 / (per_thread * threads as u64) as f64,
+            }
+        })
+        .collect()
+}
+
 fn cost(c: &mut Criterion, contenders: &[(&'static str, Box<dyn Sweep>)]) {
     let mut group = c.benchmark_group("cost");
     group.throughput(Throughput::Elements(1));
@@ -684,15 +815,18 @@ fn take(g: &impl IdGenerator, n: usize) {
 
 fn clock(c: &mut Criterion) {
     let monotonic = MonotonicClock::new();
-    let recent = MonotonicClock::new();
+    let thread_free = MonotonicClock::thread_free();
     let quanta = quanta::Clock::new();
     let ferroid: FerroidClock = FerroidClock::with_epoch(TWITTER_EPOCH);
     let mut group = c.benchmark_group("clock");
-    group.bench_function("flakeid-MonotonicClock", |b| {
+    group.bench_function("flakeid-MonotonicClock-now", |b| {
         b.iter(|| black_box(&monotonic).now_ms())
     });
-    group.bench_function("flakeid-RecentClock", |b| {
-        b.iter(|| black_box(&recent).recent_ms())
+    group.bench_function("flakeid-MonotonicClock-recent", |b| {
+        b.iter(|| black_box(&monotonic).recent_ms())
+    });
+    group.bench_function("flakeid-thread_free-recent", |b| {
+        b.iter(|| black_box(&thread_free).recent_ms())
     });
     group.bench_function("flakeid-SystemClock", |b| {
         b.iter(|| black_box(SystemClock).now_ms())
@@ -865,6 +999,7 @@ struct Results {
     load_before: String,
     cap: Vec<(&'static str, Vec<CapRun>)>,
     latency: Vec<(&'static str, Vec<(usize, Percentiles)>)>,
+    lost: Vec<Lost>,
     timer_ns: f64,
 }
 
@@ -909,12 +1044,14 @@ fn main() {
     }
     drop(contenders);
     c.final_summary();
+    let lost = lost_races(&settings);
 
     let results = Results {
         since,
         load_before,
         cap,
         latency,
+        lost,
         timer_ns: timer_overhead_ns(),
     };
     let markdown = report(&results);
@@ -1053,47 +1190,40 @@ fn report(r: &Results) -> String {
         "## Targets\n\n| target | measured | met |\n|---|---:|:---:|"
     );
     let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
-    let mut target = |what: String, v: Option<f64>, goal: f64| {
-        let (m, ok) = ratio_cell(v, goal, true);
+    // `at_least`: the measured ratio must reach `goal` (else stay within it).
+    let mut target = |what: String, v: Option<f64>, goal: f64, at_least: bool| {
+        let (m, ok) = ratio_cell(v, goal, at_least);
         let _ = writeln!(md, "| {what} | {m} | {ok} |");
     };
     target(
-        "1 thread: `Generator` vs ferroid atomic (≥ 1×)".into(),
-        ratio(r.cost_ns("ferroid-atomic", 1), r.cost_ns("flakeid", 1)),
-        1.0,
-    );
-    target(
-        "1 thread: `Generator` + `RecentClock` vs ferroid atomic, both with a clock thread (≥ 1×)"
+        "1 thread: default `Generator` vs ferroid atomic, each on its own default clock (≥ 1.2×)"
             .into(),
-        ratio(
-            r.cost_ns("ferroid-atomic", 1),
-            r.cost_ns("flakeid-recent", 1),
-        ),
-        1.0,
+        ratio(r.cost_ns("ferroid-atomic", 1), r.cost_ns("flakeid", 1)),
+        1.2,
+        true,
     );
     target(
-        "1 thread: `Generator` vs `MutexGenerator` (≥ 1.3×)".into(),
-        ratio(r.cost_ns("flakeid-mutex", 1), r.cost_ns("flakeid", 1)),
-        1.3,
+        "1 thread: default `Generator` / the floor, one cached-time load + one CAS (≤ 1.15×)"
+            .into(),
+        ratio(r.cost_ns("flakeid", 1), r.cost_ns("floor", 1)),
+        1.15,
+        false,
     );
-    for t in [4, 8, 16] {
+    for t in [2, 4, 8, 16] {
         target(
-            format!("{t} threads: `Generator` vs `MutexGenerator` (≥ 2×)"),
+            format!("{t} threads: default `Generator` vs ferroid atomic (≥ 2×)"),
+            ratio(
+                r.throughput("flakeid", t),
+                r.throughput("ferroid-atomic", t),
+            ),
+            2.0,
+            true,
+        );
+        target(
+            format!("{t} threads: default `Generator` vs its `MutexGenerator` twin (≥ 2×)"),
             ratio(r.throughput("flakeid", t), r.throughput("flakeid-mutex", t)),
             2.0,
-        );
-        let best_peer = ENTRIES
-            .iter()
-            .filter(|e| !e.key.starts_with("flakeid"))
-            .filter_map(|e| r.throughput(e.key, t).map(|v| (v, e.key)))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        target(
-            format!(
-                "{t} threads: `Generator` vs the fastest peer{} (> 1×)",
-                best_peer.map_or(String::new(), |(_, k)| format!(", {k}"))
-            ),
-            ratio(r.throughput("flakeid", t), best_peer.map(|p| p.0)),
-            1.0,
+            true,
         );
     }
     let single = estimate_ns("batch", "flakeid/1", r.since);
@@ -1102,6 +1232,7 @@ fn report(r: &Results) -> String {
         "`next_ids(256)`: single `next_id` per ID / batch per ID (≥ 20×)".into(),
         ratio(single, per_id_256),
         20.0,
+        true,
     );
     if let Some((_, runs)) = r.cap.iter().find(|(k, _)| *k == "flakeid") {
         let worst = runs.iter().map(|c| c.share).fold(f64::INFINITY, f64::min);
@@ -1139,6 +1270,22 @@ fn report(r: &Results) -> String {
         );
     }
 
+    // Contention.
+    if !r.lost.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Contention: lost compare-and-swaps per issued ID\n\n\
+             Counted in passes of their own (not the timed ones): the default `Generator` \
+             through its counters (`Stats::lost_races`; the counters add one shared \
+             increment per call), the floor loop by itself. What these figures can and \
+             cannot say about a machine with more cores: `benches/README.md`.\n\n\
+             | threads | flakeid `Generator` | floor (no backoff) |\n|---:|---:|---:|"
+        );
+        for l in &r.lost {
+            let _ = writeln!(md, "| {} | {:.3} | {:.3} |", l.threads, l.flakeid, l.floor);
+        }
+    }
+
     // Clocks.
     let _ = writeln!(
         md,
@@ -1146,12 +1293,16 @@ fn report(r: &Results) -> String {
     );
     for (key, what) in [
         (
-            "flakeid-MonotonicClock",
-            "TSC read (quanta), one multiply; exact to the ms, no thread",
+            "flakeid-MonotonicClock-now",
+            "the precise reading: TSC read (quanta), one multiply",
         ),
         (
-            "flakeid-RecentClock",
-            "one load of a counter a thread refreshes every 200 µs",
+            "flakeid-MonotonicClock-recent",
+            "the cached reading the fast path uses: one load of the ms the process's refresh thread keeps fresh",
+        ),
+        (
+            "flakeid-thread_free-recent",
+            "`MonotonicClock::thread_free()`: no cached reading (`None`), so the generator reads the TSC",
         ),
         ("flakeid-SystemClock", "`SystemTime::now` and a division"),
         ("SystemTime-now", "vDSO `clock_gettime`"),

@@ -315,30 +315,45 @@ fn bench_prints_the_table_progress_and_chart() {
         "--threads",
         "1,2",
         "--duration",
-        "100ms",
+        "50ms",
+        "--repeat",
+        "3",
         "--check",
         "--svg",
         svg.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
+    assert!(table.contains(" cores ("), "{table}");
+    assert!(table.contains("load average"), "{table}");
+    assert!(table.contains("the median of 3 runs of 50ms"), "{table}");
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
     assert_eq!(rows.len(), 3, "{table}");
-    assert!(rows[0].contains("lock-free (M IDs/s)"));
+    assert!(rows[0].contains("default (M IDs/s)"));
+    assert!(rows[0].contains("thread-free clock (M IDs/s)"));
+    assert!(rows[0].contains("mutex twin (M IDs/s)"));
     for (row, threads) in rows[1..].iter().zip(["1", "2"]) {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells[1], threads);
-        for cell in &cells[2..4] {
-            let rate: f64 = cell.parse().unwrap();
-            assert!(rate > 0.0, "{row}");
+        // Each cell: `median (lowest–highest)`, the median within the spread.
+        for cell in &cells[2..7] {
+            let numbers: Vec<f64> = cell
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect();
+            let [median, low, high] = numbers[..] else {
+                panic!("{row}");
+            };
+            assert!(0.0 < low && low <= median && median <= high, "{row}");
         }
     }
     let err = stderr(&out);
-    assert!(err.contains("lock-free, 2 threads:"), "{err}");
+    assert!(err.contains("2 threads, default, round 3 of 3:"), "{err}");
     assert!(err.contains("all unique"), "{err}");
     let chart = std::fs::read_to_string(&svg).unwrap();
-    assert_eq!(chart.matches("<polyline").count(), 2);
-    assert!(chart.contains(">lock-free<") && chart.contains(">mutex<"));
+    assert_eq!(chart.matches("<polyline").count(), 3);
+    assert!(chart.contains(">default<") && chart.contains(">mutex twin<"));
     std::fs::remove_dir_all(&dir).unwrap();
     let unwritable = flakeid(&[
         "bench",

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use crossbeam_utils::CachePadded;
-use flakeid::{Generator, Id, IdFormat, IdGenerator, Layout, PublicIds};
+use flakeid::{Generator, Id, IdFormat, IdGenerator, Layout, MonotonicClock, PublicIds};
 
 #[path = "../../benches/report/chart.rs"]
 mod chart;
@@ -98,8 +98,12 @@ struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Vec<u32>,
     /// How long each run lasts, e.g. 500ms, 2s, 1.5 (seconds).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "400ms", value_parser = parse_duration)]
     duration: Duration,
+    /// How many times each cell is measured; the table shows the median and
+    /// the spread (lowest to highest).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
     /// The layout to generate (default: 41 ms + 1 node + 22 sequence bits,
     /// so the generators are measured, not a sequence cap).
     #[arg(long, default_value = "epoch=1700000000000 unit=1 fields=timestamp:41,worker:1,sequence:22",
@@ -470,6 +474,53 @@ struct Run {
     per_second: f64,
 }
 
+/// The generators the main job compares, in the order they run.
+const SUBJECTS: [&str; 3] = ["default", "thread-free clock", "mutex twin"];
+
+/// A cell of the table: the median of the repeated runs and their spread.
+#[derive(Clone, Copy)]
+struct Cell {
+    median: f64,
+    low: f64,
+    high: f64,
+}
+
+impl Cell {
+    fn of(mut values: Vec<f64>) -> Cell {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Cell {
+            median,
+            low: values[0],
+            high: values[n - 1],
+        }
+    }
+
+    /// `12.34 (11.90–12.80)`, scaled by `scale`, with `suffix` after each.
+    fn show(&self, scale: f64, suffix: &str) -> String {
+        format!(
+            "{:.2}{suffix} ({:.2}–{:.2})",
+            self.median / scale,
+            self.low / scale,
+            self.high / scale
+        )
+    }
+}
+
+/// One row: a cell per subject, and the ratios of the default generator's
+/// runs to the others', repetition by repetition.
+struct Row {
+    threads: usize,
+    rates: [Cell; 3],
+    over_mutex: Cell,
+    over_thread_free: Cell,
+}
+
 fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let layout = &args.layout.layout;
     let cores = thread::available_parallelism().map_or(1, |n| n.get());
@@ -482,58 +533,178 @@ fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         )),
         None => None,
     };
+    let load_before = load_average();
     let mut rows = Vec::new();
     for &threads in &args.threads {
         let threads = threads as usize;
-        let lock_free = Generator::builder(layout.clone()).build()?;
-        let locked = Generator::builder(layout.clone()).build_mutex()?;
-        let a = measure(&lock_free, "lock-free", threads, &args, live)?;
-        let b = measure(&locked, "mutex", threads, &args, live)?;
-        rows.push((threads, a, b));
+        let default = Generator::builder(layout.clone()).build()?;
+        let thread_free = Generator::builder(layout.clone())
+            .clock(MonotonicClock::thread_free())
+            .build()?;
+        let mutex = Generator::builder(layout.clone()).build_mutex()?;
+        let mut runs: [Vec<f64>; 3] = Default::default();
+        for round in 0..args.repeat {
+            // Each round measures all three in turn, in a rotating order, so
+            // a machine getting busier or quieter affects them alike.
+            for k in 0..3 {
+                let i = (k + round as usize) % 3;
+                let label = format!("{}, round {} of {}", SUBJECTS[i], round + 1, args.repeat);
+                let run = match i {
+                    0 => measure(&default, &label, threads, &args, live)?,
+                    1 => measure(&thread_free, &label, threads, &args, live)?,
+                    _ => measure(&mutex, &label, threads, &args, live)?,
+                };
+                runs[i].push(run.per_second);
+            }
+        }
+        let ratios = |other: usize| {
+            Cell::of(
+                runs[0]
+                    .iter()
+                    .zip(&runs[other])
+                    .map(|(a, b)| a / b)
+                    .collect(),
+            )
+        };
+        rows.push(Row {
+            threads,
+            over_mutex: ratios(2),
+            over_thread_free: ratios(1),
+            rates: runs.map(Cell::of),
+        });
     }
+    let load_after = load_average();
     let mut out = io::stdout().lock();
     writeln!(
         out,
-        "{cores} cores, {:?} per run, layout {}\n",
-        args.duration, args.layout.name
+        "{cores} cores ({}), load average {} before and {} after the runs",
+        cpu_model(),
+        show_load(load_before),
+        show_load(load_after)
     )?;
     writeln!(
         out,
-        "| threads | lock-free (M IDs/s) | mutex (M IDs/s) | lock-free / mutex |"
+        "layout {}; each cell: the median of {} runs of {:?}, (lowest–highest)\n",
+        args.layout.name, args.repeat, args.duration
     )?;
-    writeln!(out, "|---:|---:|---:|---:|")?;
-    for (threads, a, b) in &rows {
+    writeln!(
+        out,
+        "| threads | default (M IDs/s) | thread-free clock (M IDs/s) | mutex twin (M IDs/s) | default / mutex | default / thread-free |"
+    )?;
+    writeln!(out, "|---:|---:|---:|---:|---:|---:|")?;
+    for row in &rows {
         writeln!(
             out,
-            "| {threads} | {:.2} | {:.2} | {:.2}x |",
-            a.per_second / 1e6,
-            b.per_second / 1e6,
-            a.per_second / b.per_second
+            "| {} | {} | {} | {} | {} | {} |",
+            row.threads,
+            row.rates[0].show(1e6, ""),
+            row.rates[1].show(1e6, ""),
+            row.rates[2].show(1e6, ""),
+            row.over_mutex.show(1.0, "x"),
+            row.over_thread_free.show(1.0, "x"),
         )?;
+    }
+    for warning in warnings(&rows, cores, load_before, load_after) {
+        writeln!(out, "\n{warning}")?;
     }
     out.flush()?;
     if let Some((path, mut file)) = chart {
-        let series = |name: &str, pick: fn(&(usize, Run, Run)) -> f64| chart::Series {
-            name: name.to_owned(),
-            points: rows.iter().map(|r| (r.0 as f64, pick(r) / 1e6)).collect(),
+        let series = |i: usize| chart::Series {
+            name: SUBJECTS[i].to_owned(),
+            points: rows
+                .iter()
+                .map(|r| (r.threads as f64, r.rates[i].median / 1e6))
+                .collect(),
         };
         let svg = chart::line_chart(
             &format!(
-                "flakeid: IDs per second ({cores} cores, {:?} per run)",
-                args.duration
+                "flakeid: IDs per second ({cores} cores, median of {} runs of {:?})",
+                args.repeat, args.duration
             ),
             "threads",
             "M IDs/s",
-            &[
-                series("lock-free", |r| r.1.per_second),
-                series("mutex", |r| r.2.per_second),
-            ],
+            &[series(0), series(1), series(2)],
         );
         file.write_all(svg.as_bytes())
             .map_err(|e| chart_error(path, &e))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a reader of the table should know before trusting it.
+fn warnings(rows: &[Row], cores: usize, before: Option<f64>, after: Option<f64>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let cores_f = cores as f64;
+    if let Some(before) = before
+        && before >= cores_f / 2.0
+    {
+        warnings.push(format!(
+            "warning: the machine was busy before the runs (load average {before:.2} on {cores} cores): \
+             other work shares the CPUs, so these numbers swing; run it again on a quiet machine."
+        ));
+    }
+    if let (Some(before), Some(after)) = (before, after)
+        && after > before + cores_f
+    {
+        warnings.push(format!(
+            "warning: the load rose from {before:.2} to {after:.2} during the runs, more than these \
+             threads account for: something else started meanwhile."
+        ));
+    }
+    let noisy: Vec<String> = rows
+        .iter()
+        .filter(|r| r.rates.iter().any(|c| c.high > 1.25 * c.low))
+        .map(|r| r.threads.to_string())
+        .collect();
+    if !noisy.is_empty() {
+        warnings.push(format!(
+            "warning: runs of the same cell differ by more than 25% at {} thread(s): the machine \
+             is not quiet; the medians are the figures to read, the spreads say how far to trust them.",
+            noisy.join(", ")
+        ));
+    }
+    let over: Vec<String> = rows
+        .iter()
+        .filter(|r| r.threads > cores)
+        .map(|r| r.threads.to_string())
+        .collect();
+    if !over.is_empty() {
+        warnings.push(format!(
+            "note: {} thread(s) outnumber the {cores} cores: those rows measure threads taking \
+             turns on the cores (and a mutex holder descheduled while others wait), not \
+             contention between cores.",
+            over.join(", ")
+        ));
+    }
+    warnings
+}
+
+/// The 1-minute load average (Linux), if known.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn show_load(load: Option<f64>) -> String {
+    load.map_or_else(|| "unknown".to_owned(), |l| format!("{l:.2}"))
+}
+
+/// The CPU's model name (Linux), or the architecture.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
 }
 
 fn chart_error(path: &std::path::Path, e: &io::Error) -> String {
@@ -555,7 +726,7 @@ fn measure<G: IdGenerator>(
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
     let label = format!(
-        "{name}, {threads} thread{}",
+        "{threads} thread{}, {name}",
         if threads == 1 { "" } else { "s" }
     );
     let start = Instant::now();
@@ -656,6 +827,43 @@ fn work<G: IdGenerator>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_main_job_warns_about_what_makes_its_numbers_swing() {
+        let steady = Cell::of(vec![10.0, 10.5, 11.0]);
+        let noisy = Cell::of(vec![7.0, 10.0, 11.0]);
+        assert_eq!((steady.median, steady.low, steady.high), (10.5, 10.0, 11.0));
+        assert_eq!(Cell::of(vec![4.0, 1.0, 3.0, 2.0]).median, 2.5);
+        let row = |threads, cell| Row {
+            threads,
+            rates: [cell, steady, steady],
+            over_mutex: steady,
+            over_thread_free: steady,
+        };
+        let quiet = [row(1, steady), row(2, steady)];
+        assert!(warnings(&quiet, 2, Some(0.1), Some(1.5)).is_empty());
+        assert!(warnings(&quiet, 2, None, None).is_empty());
+        let busy = warnings(&quiet, 2, Some(1.2), Some(1.4));
+        assert_eq!(busy.len(), 1);
+        assert!(busy[0].contains("busy before the runs (load average 1.20 on 2 cores)"));
+        let rose = warnings(&quiet, 2, Some(0.1), Some(3.0));
+        assert!(rose[0].contains("rose from 0.10 to 3.00"), "{rose:?}");
+        let swinging = warnings(&[row(1, steady), row(2, noisy)], 2, Some(0.1), Some(0.2));
+        assert!(
+            swinging[0].contains("more than 25% at 2 thread(s)"),
+            "{swinging:?}"
+        );
+        let over = warnings(
+            &[row(2, steady), row(4, steady), row(8, steady)],
+            2,
+            None,
+            None,
+        );
+        assert!(
+            over[0].contains("4, 8 thread(s) outnumber the 2 cores"),
+            "{over:?}"
+        );
+    }
 
     #[test]
     fn custom_layouts_read_like_a_state_files_generator_line() {
