@@ -593,7 +593,7 @@ pub enum StateError {
     /// one day plus the `OnExhausted::Borrow` allowance (see
     /// [`Persist`](crate::Persist)). Either the clock is far behind (fix it)
     /// or the state is not to be trusted (override it with
-    /// [`InvalidState::Replace`](crate::InvalidState::Replace)).
+    /// [`OnInvalidState::Replace`](crate::OnInvalidState::Replace)).
     MarkAhead {
         /// The clock id whose mark it is.
         clock_id: u64,

@@ -35,7 +35,7 @@ use crate::layout::Layout;
 ///
 /// On Kubernetes 1.28 and later, a StatefulSet can pass its pod's ordinal
 /// this way, from the `apps.kubernetes.io/pod-index` label through the
-/// downward API (see the README).
+/// downward API (see the `flakeid::lease` module docs, features `etcd` and `redis`).
 ///
 /// # Errors
 ///

@@ -62,7 +62,7 @@
 //!   fence is open for a node id the store does not give to its holder.
 //!   Checked whenever a fence opens (an overlap starts at an opening) and at
 //!   a sweep every ten simulated seconds. A suspended VM is counted apart:
-//!   the README says fencing may end late when the monotonic clock stops
+//!   the lease module docs say fencing may end late when the monotonic clock stops
 //!   (uniqueness still holds, and is checked).
 //! - **Available**: for each machine, the share of its healthy attempts that
 //!   issue, with and without those that wait for a grant's floor (a claim
