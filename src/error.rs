@@ -628,11 +628,58 @@ pub enum StateError {
     Io {
         /// What was being done, for example `write /var/lib/app/node.state.tmp`.
         op: String,
-        /// The OS error's kind.
+        /// The OS error's kind, for matching.
         kind: std::io::ErrorKind,
-        /// The OS error's message.
-        message: String,
+        /// The OS error itself: the end of this error's `source()` chain.
+        error: SharedIoError,
     },
+}
+
+/// An [`std::io::Error`] that clones share, so a [`StateError::Io`] stays
+/// `Clone` and keeps the real cause. Two are equal when their kinds and
+/// messages are.
+///
+/// ```
+/// use flakeid::{SharedIoError, StateError};
+/// use std::error::Error as _;
+/// use std::io;
+///
+/// let e = StateError::from_io("write node.state", io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+/// let StateError::Io { error, .. } = &e else { unreachable!() };
+/// assert_eq!(error.get().kind(), io::ErrorKind::StorageFull);
+/// // The chain ends in the I/O error itself.
+/// let cause = e.source().and_then(|s| s.downcast_ref::<io::Error>());
+/// assert_eq!(cause.map(|c| c.to_string()), Some("disk full".to_string()));
+/// # let _: &SharedIoError = error;
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedIoError(std::sync::Arc<std::io::Error>);
+
+impl SharedIoError {
+    /// The I/O error.
+    pub fn get(&self) -> &std::io::Error {
+        &self.0
+    }
+}
+
+impl From<std::io::Error> for SharedIoError {
+    fn from(e: std::io::Error) -> Self {
+        SharedIoError(std::sync::Arc::new(e))
+    }
+}
+
+impl PartialEq for SharedIoError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for SharedIoError {}
+
+impl fmt::Display for SharedIoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 impl StateError {
@@ -643,14 +690,15 @@ impl StateError {
     /// use flakeid::StateError;
     /// use std::io;
     ///
-    /// let e = StateError::from_io("write /data/node.state", &io::Error::from(io::ErrorKind::StorageFull));
-    /// assert!(e.to_string().starts_with("write /data/node.state: "));
+    /// let e = StateError::from_io("write /data/node.state", io::Error::from(io::ErrorKind::StorageFull));
+    /// assert_eq!(e.to_string(), "write /data/node.state failed");
+    /// assert!(matches!(e, StateError::Io { kind: io::ErrorKind::StorageFull, .. }));
     /// ```
-    pub fn from_io(op: impl Into<String>, e: &std::io::Error) -> StateError {
+    pub fn from_io(op: impl Into<String>, e: std::io::Error) -> StateError {
         StateError::Io {
             op: op.into(),
             kind: e.kind(),
-            message: e.to_string(),
+            error: e.into(),
         }
     }
 }
@@ -707,12 +755,20 @@ impl fmt::Display for StateError {
             StateError::StorePanicked { message } => {
                 write!(f, "the state store panicked: {message}")
             }
-            StateError::Io { op, message, .. } => write!(f, "{op}: {message}"),
+            // The I/O error is the source, which reporters print after this.
+            StateError::Io { op, .. } => write!(f, "{op} failed"),
         }
     }
 }
 
-impl std::error::Error for StateError {}
+impl std::error::Error for StateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StateError::Io { error, .. } => Some(error.get()),
+            _ => None,
+        }
+    }
+}
 
 /// An ID could not be issued.
 ///
@@ -981,11 +1037,10 @@ mod tests {
 
     #[test]
     fn a_wrapped_error_is_reported_once() {
-        let state = StateError::Io {
-            op: "write /data/node.state.tmp".into(),
-            kind: std::io::ErrorKind::StorageFull,
-            message: "no space left on device".into(),
-        };
+        let state = StateError::from_io(
+            "write /data/node.state.tmp",
+            std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device"),
+        );
         let field = FieldError::OutOfRange {
             field: "node".into(),
             value: 5000,
@@ -1013,7 +1068,25 @@ mod tests {
         for (error, inner) in cases {
             let text = report(&*error);
             assert_eq!(text.matches(&inner).count(), 1, "{text}");
+            assert_eq!(
+                text.matches("no space left on device").count(),
+                text.contains("node.state") as usize,
+                "{text}"
+            );
         }
+        // The chain of a storage failure ends in the I/O error itself.
+        let error = GenerateError::Storage(state);
+        let mut last: &(dyn Error + 'static) = &error;
+        while let Some(next) = last.source() {
+            last = next;
+        }
+        let io = last.downcast_ref::<std::io::Error>().expect("an io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::StorageFull);
+        assert_eq!(
+            report(&error),
+            "cannot save the reservation: write /data/node.state.tmp failed: \
+             no space left on device"
+        );
     }
 
     #[test]

@@ -456,7 +456,7 @@ pub mod serde;
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{
     BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, LeaseError, NodeIdError,
-    ParseIdError, StateError,
+    ParseIdError, SharedIoError, StateError,
 };
 pub use generator::{
     Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,

@@ -592,7 +592,7 @@ impl StateStore for Watched {
         if self.fail.load(Ordering::SeqCst) {
             return Err(StateError::from_io(
                 "write (injected)",
-                &std::io::Error::from(std::io::ErrorKind::StorageFull),
+                std::io::Error::from(std::io::ErrorKind::StorageFull),
             ));
         }
         self.inner.save(state)?;
@@ -721,7 +721,7 @@ impl StateStore for Outage {
         }
         Err(StateError::from_io(
             "write (injected)",
-            &std::io::Error::from(std::io::ErrorKind::StorageFull),
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
         ))
     }
 }

@@ -675,7 +675,7 @@ pub(crate) fn start(
     let thread = thread::Builder::new()
         .name("flakeid-persist".into())
         .spawn(move || writer.run())
-        .map_err(|e| StateError::from_io("spawn the flakeid-persist thread", &e))?;
+        .map_err(|e| StateError::from_io("spawn the flakeid-persist thread", e))?;
     let _ = reservation.writer.set(thread.thread().clone());
     Ok(Started {
         persister: Persister {
