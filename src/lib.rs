@@ -430,15 +430,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
-mod error;
 mod fence;
 mod generator;
 mod id;
 mod id_string;
 mod layout;
 // The loom models' way in to crate-private parts; never in a user's build.
-#[cfg(any(feature = "etcd", feature = "redis"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
 pub mod lease;
 #[cfg(flakeid_loom)]
 #[doc(hidden)]
@@ -454,22 +451,25 @@ mod rfc3339;
 pub mod serde;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
-pub use error::{
-    BuildError, ConvertIdError, FieldError, GenerateError, LayoutError, LeaseError, NodeIdError,
-    ParseIdError, SharedIoError, StateError,
-};
 pub use generator::{
-    Builder, Generator, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted, Stats,
+    BuildError, Builder, GenerateError, Generator, IdBatch, IdGenerator, MutexGenerator,
+    OnClockBehind, OnExhausted, Stats,
 };
-pub use id::Id;
+pub use id::{ConvertIdError, Id, ParseIdError};
 pub use id_string::{IdFormat, IdString};
-pub use layout::{Decoded, Field, FieldKind, Layout, LayoutBuilder, Parts};
+pub use layout::{
+    Decoded, Field, FieldError, FieldKind, Layout, LayoutBuilder, LayoutError, Parts,
+};
 #[cfg(any(feature = "etcd", feature = "redis"))]
 pub use lease::Lease;
-pub use persist::{FileStore, OnInvalidState, Persist, RestartRule, StateStore};
+pub use lease::LeaseError;
+pub use node_id::NodeIdError;
+pub use persist::{
+    FileStore, OnInvalidState, Persist, RestartRule, SharedIoError, StateError, StateStore,
+};
 #[cfg(feature = "public-ids")]
 #[cfg_attr(docsrs, doc(cfg(feature = "public-ids")))]
-pub use {error::PublicIdError, public_id::PublicIds};
+pub use public_id::{PublicIdError, PublicIds};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -89,11 +89,11 @@ use super::Lease;
 use super::keeper::{Ask, Claim, Claimed, Run, Store, WallClock};
 use super::memory::{Fault, MemoryBackend, MemoryStore};
 use crate::clock::{Clock, ManualClock};
-use crate::error::{BuildError, GenerateError, LeaseError};
 use crate::fence::{Fence, Keeper};
 use crate::generator::{Generator, OnClockBehind, OnExhausted};
 use crate::id::Id;
 use crate::layout::Layout;
+use crate::{BuildError, GenerateError, LeaseError};
 
 /// True time at the start: 2027-01-15.
 const T0_MS: u64 = 1_800_000_000_000;

@@ -246,26 +246,38 @@
 //! one before); and a server answering nonsense (a typed `BadReply`, at once).
 //! About 15 s per backend.
 
+// The error type is in every build (`BuildError::Lease` names it); the
+// leases themselves need the `etcd` or `redis` feature.
+mod error;
+pub use error::LeaseError;
+
+#[cfg(any(feature = "etcd", feature = "redis"))]
 mod keeper;
 
 #[cfg(feature = "etcd")]
 mod etcd;
-#[cfg(all(test, not(flakeid_loom)))]
+#[cfg(all(test, not(flakeid_loom), any(feature = "etcd", feature = "redis")))]
 mod fleet_sim;
-#[cfg(test)]
+#[cfg(all(test, any(feature = "etcd", feature = "redis")))]
 pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
 
+#[cfg(any(feature = "etcd", feature = "redis"))]
 use std::fmt;
+#[cfg(any(feature = "etcd", feature = "redis"))]
 use std::ops::RangeInclusive;
+#[cfg(any(feature = "etcd", feature = "redis"))]
 use std::sync::Arc;
+#[cfg(any(feature = "etcd", feature = "redis"))]
 use std::time::Duration;
 
-use crate::error::LeaseError;
+#[cfg(any(feature = "etcd", feature = "redis"))]
 use crate::fence::{Fence, Keeper};
+#[cfg(any(feature = "etcd", feature = "redis"))]
 use crate::layout::Layout;
 
+#[cfg(any(feature = "etcd", feature = "redis"))]
 pub(crate) use keeper::Settings;
 
 /// A node-id lease on etcd or Redis, for
@@ -311,6 +323,8 @@ pub(crate) use keeper::Settings;
 /// # Ok(())
 /// # }
 /// ```
+#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
 #[derive(Clone)]
 #[must_use]
 pub struct Lease {
@@ -324,6 +338,7 @@ pub struct Lease {
     max_mark_ahead: Option<Duration>,
 }
 
+#[cfg(any(feature = "etcd", feature = "redis"))]
 #[derive(Clone)]
 enum StoreConfig {
     #[cfg(feature = "etcd")]
@@ -335,6 +350,7 @@ enum StoreConfig {
     Memory(memory::MemoryBackend),
 }
 
+#[cfg(any(feature = "etcd", feature = "redis"))]
 impl Lease {
     /// Leases node ids from the etcd cluster at `endpoints` (`http://host:port`).
     ///
@@ -548,6 +564,7 @@ impl Lease {
     }
 }
 
+#[cfg(any(feature = "etcd", feature = "redis"))]
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
@@ -579,6 +596,7 @@ fn mask_password(url: &str) -> String {
 }
 
 /// A token no other holder has: the process, the time, and a random seed.
+#[cfg(any(feature = "etcd", feature = "redis"))]
 fn token() -> String {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new();
@@ -596,6 +614,7 @@ fn token() -> String {
 /// Claims a node id for a generator being built: returns its keeper once the
 /// fence is open. The store is made, used and dropped on the keeper's thread
 /// only; this waits for the first claim (up to the connect timeout).
+#[cfg(any(feature = "etcd", feature = "redis"))]
 pub(crate) fn start(
     lease: &Lease,
     layout: &Layout,
@@ -629,7 +648,7 @@ pub(crate) fn start(
     }
 }
 
-#[cfg(all(test, not(flakeid_loom)))]
+#[cfg(all(test, not(flakeid_loom), any(feature = "etcd", feature = "redis")))]
 mod tests {
     use super::*;
 

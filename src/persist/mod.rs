@@ -116,6 +116,7 @@
 //! crash inside a save must issue. The full run: `FLAKEID_CRASH_KILLS=500 cargo test --release --test
 //! restart_crash`.
 
+mod error;
 mod file;
 mod format;
 
@@ -126,10 +127,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+pub use error::{SharedIoError, StateError};
 pub use file::FileStore;
 pub(crate) use format::SavedState;
 
-use crate::error::{BuildError, StateError};
+use crate::BuildError;
 use crate::layout::{Layout, mask};
 use crate::primitive::thread::{self, JoinHandle, Thread};
 use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
