@@ -13,17 +13,14 @@
 //! window (default 10). Linux only (it reads the servers' CPU time from
 //! `/proc`).
 
-#[path = "../tests/lease_support/mod.rs"]
-mod lease_support;
-
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use flakeid::{Generator, Layout, Lease};
-use lease_support::{Kind, Proxy, Server, lease_at, unique_prefix};
+use flakeid_test_servers::{Kind, Proxy, Server, unique_prefix, url_at};
 
 /// The TTL the README's figures are for.
 const TTL: Duration = Duration::from_secs(10);
@@ -137,6 +134,16 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
+/// A lease on the server of `kind` at `addr`; callers choose its TTL.
+fn lease_at(kind: Kind, addr: SocketAddr, prefix: &str) -> Lease {
+    match kind {
+        Kind::Etcd => Lease::etcd([url_at(kind, addr)]),
+        Kind::Redis => Lease::redis(url_at(kind, addr)),
+    }
+    .prefix(prefix)
+    .connect_timeout(Duration::from_secs(5))
+}
+
 fn lease(server: &Server, prefix: &str) -> Lease {
     lease_at(server.kind, server.addr(), prefix)
         .ttl(TTL)
@@ -196,7 +203,11 @@ fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::e
     let generators: Vec<Generator> = (0..keepers)
         .map(|_| {
             Generator::builder(Layout::twitter())
-                .lease(lease_at(server.kind, server.addr(), &prefix).ttl(fast))
+                .lease(
+                    lease_at(server.kind, server.addr(), &prefix)
+                        .ttl(fast)
+                        .safety_margin(fast / 5),
+                )
                 .build()
         })
         .collect::<Result<_, _>>()?;

@@ -445,6 +445,11 @@ pub mod persist;
 mod primitive;
 #[cfg(feature = "public-ids")]
 mod public_id;
+// Not API: what the `flakeid` command and the peers bench's report share
+// (see the module's docs).
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod report;
 mod rfc3339;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]

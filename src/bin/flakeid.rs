@@ -16,10 +16,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use crossbeam_utils::CachePadded;
+use flakeid::report::{self, cpu_model};
 use flakeid::{Generator, Id, IdFormat, IdGenerator, Layout, MonotonicClock, PublicIds};
-
-#[path = "../../benches/report/chart.rs"]
-mod chart;
 
 #[derive(Parser)]
 #[command(
@@ -609,14 +607,14 @@ fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     if let Some((path, mut file)) = chart {
-        let series = |i: usize| chart::Series {
+        let series = |i: usize| report::Series {
             name: SUBJECTS[i].to_owned(),
             points: rows
                 .iter()
                 .map(|r| (r.threads as f64, r.rates[i].median / 1e6))
                 .collect(),
         };
-        let svg = chart::line_chart(
+        let svg = report::line_chart(
             &format!(
                 "flakeid: IDs per second ({cores} cores, median of {} runs of {:?})",
                 args.repeat, args.duration
@@ -682,29 +680,11 @@ fn warnings(rows: &[Row], cores: usize, before: Option<f64>, after: Option<f64>)
 
 /// The 1-minute load average (Linux), if known.
 fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    report::load_average().map(|[one_minute, _, _]| one_minute)
 }
 
 fn show_load(load: Option<f64>) -> String {
     load.map_or_else(|| "unknown".to_owned(), |l| format!("{l:.2}"))
-}
-
-/// The CPU's model name (Linux), or the architecture.
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
 }
 
 fn chart_error(path: &std::path::Path, e: &io::Error) -> String {

@@ -1,25 +1,24 @@
-//! Real servers for the lease tests: Debian's `etcd` (package `etcd-server`)
-//! and `redis-server`, started on 127.0.0.1 on free ports in temporary data
-//! directories, killed when dropped; a TCP proxy that can cut a client off;
-//! and the scenarios both backends must pass.
+//! The scenarios both lease backends must pass, run by `lease_etcd.rs` and
+//! `lease_redis.rs` against real servers from the `flakeid-test-servers`
+//! crate (`tests/servers/`).
 //!
 //! Each test binary uses the part for its backend only.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
-use std::thread::{self, JoinHandle};
+use std::sync::{Barrier, Mutex};
+use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use flakeid::{
     BuildError, Clock, GenerateError, Generator, Id, Layout, Lease, LeaseError, ManualClock,
     Persist,
 };
+pub use flakeid_test_servers::{Impostor, Kind, Proxy, Server, free_port, unique_prefix, url_at};
 
 /// The TTL the tests run with: short, so fencing and expiry take a second.
 pub const TTL: Duration = Duration::from_secs(1);
@@ -35,254 +34,11 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 pub const MARGIN: Duration = Duration::from_millis(200);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Etcd,
-    Redis,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Etcd => "etcd",
-            Kind::Redis => "redis",
-        }
-    }
-
-    fn parse(s: &str) -> Kind {
-        match s {
-            "etcd" => Kind::Etcd,
-            "redis" => Kind::Redis,
-            other => panic!("unknown backend {other}"),
-        }
-    }
-}
-
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A prefix no other test (or earlier run) uses.
-pub fn unique_prefix(name: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "t{}-{}-{name}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 pub fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
-}
-
-/// A server process with its data directory, killed and removed on drop.
-pub struct Server {
-    pub kind: Kind,
-    dir: PathBuf,
-    port: u16,
-    peer_port: u16,
-    child: Option<Child>,
-}
-
-impl Server {
-    pub fn start(kind: Kind) -> Server {
-        // tmpfs where there is one: fsync is then cheap, and the tests time
-        // the lease logic, not the disk.
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        Server::start_in(kind, base)
-    }
-
-    pub fn start_in(kind: Kind, base: PathBuf) -> Server {
-        let dir = base.join(unique_prefix(kind.name()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut server = Server {
-            kind,
-            dir,
-            port: free_port(),
-            peer_port: free_port(),
-            child: None,
-        };
-        server.spawn();
-        server
-    }
-
-    fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("server.log"))
-            .unwrap();
-        let mut command = match self.kind {
-            Kind::Etcd => {
-                let client = format!("http://127.0.0.1:{}", self.port);
-                let peer = format!("http://127.0.0.1:{}", self.peer_port);
-                let mut c = Command::new("etcd");
-                c.args(["--name", "flakeid-test", "--data-dir"])
-                    .arg(self.dir.join("data"))
-                    .args(["--listen-client-urls", &client])
-                    .args(["--advertise-client-urls", &client])
-                    .args(["--listen-peer-urls", &peer])
-                    .args(["--initial-advertise-peer-urls", &peer])
-                    .args(["--initial-cluster", &format!("flakeid-test={peer}")])
-                    // Short ticks, so etcd accepts 1 s leases (its minimum
-                    // TTL is 1.5 election timeouts).
-                    .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
-                c
-            }
-            Kind::Redis => {
-                let mut c = Command::new("redis-server");
-                c.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-                    .arg("--dir")
-                    .arg(&self.dir)
-                    // Marks must survive a crash of Redis itself.
-                    .args(["--appendonly", "yes", "--appendfsync", "always"])
-                    .args(["--save", "", "--protected-mode", "no"]);
-                c
-            }
-        };
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start {}: {e}; install Debian's etcd-server and redis-server \
-                     (.ci/test does)",
-                    self.kind.name()
-                )
-            });
-        self.child = Some(child);
-        self.wait_ready();
-    }
-
-    fn wait_ready(&mut self) {
-        let begun = Instant::now();
-        while begun.elapsed() < Duration::from_secs(20) {
-            if let Some(child) = &mut self.child
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                panic!(
-                    "{} exited at start ({status}); log: {}",
-                    self.kind.name(),
-                    std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
-                );
-            }
-            if self.answers() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        panic!("{} did not become ready in 20 s", self.kind.name());
-    }
-
-    /// One health request over a plain socket.
-    fn answers(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect_timeout(&self.addr(), Duration::from_millis(200)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-        let (request, expect): (&[u8], &str) = match self.kind {
-            Kind::Etcd => (b"GET /health HTTP/1.0\r\n\r\n", "\"health\":\"true\""),
-            Kind::Redis => (b"PING\r\n", "+PONG"),
-        };
-        if s.write_all(request).is_err() {
-            return false;
-        }
-        let mut reply = Vec::new();
-        let mut buf = [0u8; 512];
-        while let Ok(n) = s.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            reply.extend_from_slice(&buf[..n]);
-            if String::from_utf8_lossy(&reply).contains(expect) {
-                return true;
-            }
-        }
-        false
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    pub fn url(&self) -> String {
-        url_at(self.kind, self.addr())
-    }
-
-    /// SIGKILL: no shutdown, no flush beyond what was already durable.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Starts again on the same port and data.
-    pub fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    /// A lease on this server with the tests' short TTL.
-    pub fn lease(&self, prefix: &str) -> Lease {
-        lease_at(self.kind, self.addr(), prefix)
-    }
-
-    /// The mark of a node id, as stored.
-    pub fn mark(&self, prefix: &str, node: u64) -> Option<String> {
-        match self.kind {
-            Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/marks/{node}")),
-            Kind::Redis => redis_get(&self.url(), &format!("{prefix}:mark:{node}")),
-        }
-    }
-
-    /// The holder's token of a node id, if it is held.
-    pub fn holder(&self, prefix: &str, node: u64) -> Option<String> {
-        match self.kind {
-            Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/nodes/{node}")),
-            Kind::Redis => redis_get(&self.url(), &format!("{prefix}:node:{node}")),
-        }
-    }
-
-    pub fn set_mark(&self, prefix: &str, node: u64, value: &str) {
-        match self.kind {
-            Kind::Etcd => etcd_put(&self.url(), &format!("{prefix}/marks/{node}"), value),
-            Kind::Redis => redis_set(&self.url(), &format!("{prefix}:mark:{node}"), value),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-pub fn url_at(kind: Kind, addr: SocketAddr) -> String {
-    match kind {
-        Kind::Etcd => format!("http://{addr}"),
-        Kind::Redis => format!("redis://{addr}/"),
-    }
 }
 
 pub fn lease_at(kind: Kind, addr: SocketAddr, prefix: &str) -> Lease {
@@ -299,6 +55,46 @@ pub fn lease_at(kind: Kind, addr: SocketAddr, prefix: &str) -> Lease {
         .ttl(TTL)
         .safety_margin(MARGIN)
         .connect_timeout(Duration::from_secs(5))
+}
+
+/// What the scenarios ask of a running server: a lease on it, and the keys
+/// flakeid keeps there.
+pub trait LeaseStore {
+    /// A lease on this server with the tests' short TTL.
+    fn lease(&self, prefix: &str) -> Lease;
+    /// The mark of a node id, as stored.
+    fn mark(&self, prefix: &str, node: u64) -> Option<String>;
+    /// The holder's token of a node id, if it is held.
+    fn holder(&self, prefix: &str, node: u64) -> Option<String>;
+    /// Overwrites the mark of a node id, as a damaged store would.
+    fn set_mark(&self, prefix: &str, node: u64, value: &str);
+}
+
+impl LeaseStore for Server {
+    fn lease(&self, prefix: &str) -> Lease {
+        lease_at(self.kind, self.addr(), prefix)
+    }
+
+    fn mark(&self, prefix: &str, node: u64) -> Option<String> {
+        match self.kind {
+            Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/marks/{node}")),
+            Kind::Redis => redis_get(&self.url(), &format!("{prefix}:mark:{node}")),
+        }
+    }
+
+    fn holder(&self, prefix: &str, node: u64) -> Option<String> {
+        match self.kind {
+            Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/nodes/{node}")),
+            Kind::Redis => redis_get(&self.url(), &format!("{prefix}:node:{node}")),
+        }
+    }
+
+    fn set_mark(&self, prefix: &str, node: u64, value: &str) {
+        match self.kind {
+            Kind::Etcd => etcd_put(&self.url(), &format!("{prefix}/marks/{node}"), value),
+            Kind::Redis => redis_set(&self.url(), &format!("{prefix}:mark:{node}"), value),
+        }
+    }
 }
 
 #[cfg(feature = "etcd")]
@@ -359,132 +155,6 @@ fn redis_get(_: &str, _: &str) -> Option<String> {
 #[cfg(not(feature = "redis"))]
 fn redis_set(_: &str, _: &str, _: &str) {
     unreachable!("redis is not built in")
-}
-
-/// A TCP proxy in front of a server: cutting it closes every connection and
-/// refuses new ones, as a crashed or partitioned client would look to the
-/// server. Counts the bytes it forwards.
-pub struct Proxy {
-    addr: SocketAddr,
-    cut: Arc<AtomicBool>,
-    /// While set, nothing is forwarded: requests hang, as behind a network
-    /// partition that drops packets.
-    frozen: Arc<AtomicBool>,
-    connections: Arc<Mutex<Vec<TcpStream>>>,
-    /// Bytes from client to server, and back.
-    pub sent: Arc<AtomicU64>,
-    pub received: Arc<AtomicU64>,
-    accepting: Option<JoinHandle<()>>,
-}
-
-impl Proxy {
-    pub fn new(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
-        let frozen = Arc::new(AtomicBool::new(false));
-        let connections = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
-        let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let accepting = {
-            let (cut, frozen, connections) = (cut.clone(), frozen.clone(), connections.clone());
-            let (sent, received) = (sent.clone(), received.clone());
-            thread::spawn(move || {
-                while !cut.load(Ordering::Acquire) {
-                    let client = match listener.accept() {
-                        Ok((client, _)) => client,
-                        Err(_) => {
-                            thread::sleep(Duration::from_millis(2));
-                            continue;
-                        }
-                    };
-                    let _ = client.set_nonblocking(false);
-                    let Ok(server) = TcpStream::connect(upstream) else {
-                        continue;
-                    };
-                    let _ = client.set_nodelay(true);
-                    let _ = server.set_nodelay(true);
-                    {
-                        let mut all = connections.lock().unwrap();
-                        all.push(client.try_clone().unwrap());
-                        all.push(server.try_clone().unwrap());
-                    }
-                    if cut.load(Ordering::Acquire) {
-                        let _ = client.shutdown(Shutdown::Both);
-                        let _ = server.shutdown(Shutdown::Both);
-                        break;
-                    }
-                    pipe(
-                        client.try_clone().unwrap(),
-                        server.try_clone().unwrap(),
-                        sent.clone(),
-                        frozen.clone(),
-                    );
-                    pipe(server, client, received.clone(), frozen.clone());
-                }
-                // The listener closes here: new connections are refused.
-            })
-        };
-        Proxy {
-            addr,
-            cut,
-            frozen,
-            connections,
-            sent,
-            received,
-            accepting: Some(accepting),
-        }
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops forwarding (connections stay open, requests hang) or resumes.
-    pub fn freeze(&self, frozen: bool) {
-        self.frozen.store(frozen, Ordering::Release);
-    }
-
-    pub fn cut(&mut self) {
-        self.cut.store(true, Ordering::Release);
-        if let Some(accepting) = self.accepting.take() {
-            let _ = accepting.join();
-        }
-        for c in self.connections.lock().unwrap().drain(..) {
-            let _ = c.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.cut();
-    }
-}
-
-fn pipe(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>, frozen: Arc<AtomicBool>) {
-    thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            while frozen.load(Ordering::Acquire) {
-                thread::sleep(Duration::from_millis(1));
-            }
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    count.fetch_add(n as u64, Ordering::Relaxed);
-                    // Bytes read just before a freeze are held back too.
-                    while frozen.load(Ordering::Acquire) {
-                        thread::sleep(Duration::from_millis(1));
-                    }
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
 }
 
 fn build(lease: Lease) -> Result<Generator, BuildError> {
@@ -1089,53 +759,6 @@ pub fn rotation_after_rollback(server: &Server) {
     );
     let mut all: Vec<u64> = before.into_iter().chain(after).chain([first_b]).collect();
     assert_unique(&mut all);
-}
-
-/// A server that answers every connection with `reply` and then keeps
-/// reading until the client goes: what a misconfigured port (another
-/// service, a proxy's error page) looks like to a lease.
-pub struct Impostor {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-}
-
-impl Impostor {
-    pub fn new(reply: &'static [u8]) -> Impostor {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                let Ok((mut client, _)) = listener.accept() else {
-                    thread::sleep(Duration::from_millis(2));
-                    continue;
-                };
-                thread::spawn(move || {
-                    let _ = client.set_nonblocking(false);
-                    let mut buf = [0u8; 4096];
-                    // Answer each request with the same nonsense.
-                    while let Ok(n) = client.read(&mut buf) {
-                        if n == 0 || client.write_all(reply).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        Impostor { addr, stop }
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for Impostor {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
 }
 
 /// A server that answers nonsense gets a typed error within the connect

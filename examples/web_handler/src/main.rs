@@ -1,7 +1,7 @@
 //! A web service handing out IDs: axum handlers sharing one generator.
 //!
 //! ```text
-//! cargo run --example web_handler --features tokio,serde,public-ids
+//! cargo run -p flakeid-web-handler
 //! curl -X POST localhost:3000/events          # {"id":"2124401418084446208"}
 //! curl -X POST localhost:3000/orders          # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}
 //! curl localhost:3000/orders/2WvmQI3TZzc      # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}

@@ -4,9 +4,9 @@
 //! line per generator) in `benches/results/throughput.svg`.
 //!
 //! ```text
-//! cargo bench --bench peers                      # everything, about 7 minutes
-//! cargo bench --bench peers -- cap               # only what matches "cap"
-//! FLAKEID_BENCH_QUICK=1 cargo bench --bench peers  # a short sanity run
+//! cargo bench -p flakeid-peers                      # everything, about 7 minutes
+//! cargo bench -p flakeid-peers -- cap               # only what matches "cap"
+//! FLAKEID_BENCH_QUICK=1 cargo bench -p flakeid-peers  # a short sanity run
 //! ```
 //!
 //! Only a full run (no filter, not quick) writes `benches/results/`.
@@ -21,11 +21,6 @@
 //!   full speed: the share of the 4,096 IDs/ms issued, and CPU time.
 //! - `latency/<generator>/<threads>`: per-call latency percentiles.
 
-// Its unit tests run as the `chart` test target (see Cargo.toml).
-#[path = "report/chart.rs"]
-#[allow(unused_imports)]
-mod chart;
-
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +33,7 @@ use crossbeam_utils::CachePadded;
 use ferroid::generator::{AtomicSnowflakeGenerator, LockSnowflakeGenerator};
 use ferroid::id::{SnowflakeId, SnowflakeTwitterId};
 use ferroid::time::{MonotonicClock as FerroidClock, TWITTER_EPOCH, TimeSource};
+use flakeid::report::{self, cpu_model};
 use flakeid::{Clock, Generator, Id, IdGenerator, Layout, MonotonicClock, SystemClock};
 
 const THREADS: [usize; 5] = [1, 2, 4, 8, 16];
@@ -957,15 +953,21 @@ impl Settings {
     }
 }
 
-/// Where criterion keeps its results (it looks in the same places).
+/// Where criterion keeps its results: `CRITERION_HOME`, else the target
+/// directory's `criterion/` (criterion asks `cargo metadata` for it; the
+/// bench binary's own path says the same without a process).
 fn criterion_dir() -> std::path::PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
         return home.into();
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
-        Into::into,
-    );
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            // The bench runs as <target>/<profile>/deps/peers-<hash>.
+            let exe = std::env::current_exe().ok()?;
+            exe.ancestors().nth(3).map(std::path::Path::to_path_buf)
+        })
+        .unwrap_or_else(|| "target".into());
     target.join("criterion")
 }
 
@@ -1060,8 +1062,10 @@ fn main() {
         eprintln!("a filtered or quick run: benches/results/ left as it was");
         return;
     }
+    // benches/results/, beside the notes on every bench (benches/README.md).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("benches")
+        .parent()
+        .expect("benches/peers has a parent")
         .join("results");
     let written = std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(dir.join("peers.md"), &markdown))
@@ -1072,23 +1076,16 @@ fn main() {
     }
 }
 
+/// The load averages over 1, 5 and 15 minutes, as the report shows them.
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").map_or_else(
-        |_| "?".into(),
-        |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    report::load_average().map_or_else(
+        || "?".into(),
+        |[one, five, fifteen]| format!("{one:.2} {five:.2} {fifteen:.2}"),
     )
 }
 
 fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.into());
+    let cpu = cpu_model();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(
         |_| std::env::consts::OS.into(),
@@ -1147,7 +1144,7 @@ fn report(r: &Results) -> String {
     );
     let _ = writeln!(
         md,
-        "Made by `cargo bench --bench peers` (method: `benches/README.md`).\n"
+        "Made by `cargo bench -p flakeid-peers` (method: `benches/README.md`).\n"
     );
 
     // View (a).
@@ -1432,9 +1429,9 @@ fn short_ns(ns: f64) -> String {
 }
 
 fn throughput_chart(r: &Results) -> String {
-    let series: Vec<chart::Series> = ENTRIES
+    let series: Vec<report::Series> = ENTRIES
         .iter()
-        .map(|e| chart::Series {
+        .map(|e| report::Series {
             name: e.key.to_string(),
             points: THREADS
                 .iter()
@@ -1443,7 +1440,7 @@ fn throughput_chart(r: &Results) -> String {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    chart::line_chart(
+    report::line_chart(
         &format!("IDs per second by thread count ({})", utc_now()),
         "threads",
         "M IDs/s",

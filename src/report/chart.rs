@@ -1,10 +1,5 @@
 //! A dependency-free SVG line chart: a value (throughput) by a category
 //! (thread count), one line per series (generator).
-//!
-//! Shared by the benchmark report and the `flakeid bench` command through
-//! `#[path = ...] mod chart;`, so it is not part of the library's API.
-
-#![allow(dead_code)]
 
 use std::fmt::Write as _;
 
