@@ -310,7 +310,8 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// let a = clock.now_ms();
 /// let b = clock.now_ms();
 /// assert!(b >= a);
-/// assert!(clock.recent_ms() <= clock.now_ms());
+/// // The cached reading: never ahead of the precise one.
+/// assert!(clock.recent_ms().is_some_and(|recent| recent <= clock.now_ms()));
 /// assert!(SystemClock.now_ms().abs_diff(a) < 1_000);
 /// ```
 pub struct MonotonicClock<W: Clock = SystemClock> {

@@ -3,7 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{ConvertIdError, ParseIdError};
 use crate::id_string::IdFormat;
 
 /// A 64-bit ID made by a generator.
@@ -169,6 +168,86 @@ impl TryFrom<i64> for Id {
             .map_err(|_| ConvertIdError { negative: true })
     }
 }
+
+/// A string is not a valid string form of an [`Id`](crate::Id) (decimal,
+/// or one of the [`IdFormat`](crate::IdFormat)s).
+///
+/// ```
+/// use flakeid::{Id, ParseIdError};
+///
+/// assert_eq!("".parse::<Id>(), Err(ParseIdError::Empty));
+/// assert_eq!(
+///     "12a4".parse::<Id>(),
+///     Err(ParseIdError::InvalidCharacter { position: 2, character: 'a' })
+/// );
+/// assert_eq!("18446744073709551616".parse::<Id>(), Err(ParseIdError::Overflow));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParseIdError {
+    /// The string is empty.
+    Empty,
+    /// A character is not a digit of the form being parsed.
+    InvalidCharacter {
+        /// Its byte offset in the string.
+        position: usize,
+        /// The character.
+        character: char,
+    },
+    /// The number is larger than 2^64 - 1.
+    Overflow,
+    /// The string has more characters than the form ever takes.
+    TooLong {
+        /// Its length in characters.
+        length: usize,
+        /// The most the form takes.
+        max: usize,
+    },
+}
+
+impl fmt::Display for ParseIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseIdError::Empty => write!(f, "cannot parse an id from an empty string"),
+            ParseIdError::InvalidCharacter {
+                position,
+                character,
+            } => write!(f, "invalid character {character:?} at position {position}"),
+            ParseIdError::Overflow => write!(f, "the number is larger than 2^64 - 1"),
+            ParseIdError::TooLong { length, max } => write!(
+                f,
+                "the string is {length} characters long; the form takes at most {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ParseIdError {}
+
+/// An [`Id`](crate::Id) does not fit an `i64`, or an `i64` is negative.
+///
+/// ```
+/// use flakeid::Id;
+///
+/// assert!(i64::try_from(Id::from(u64::MAX)).is_err());
+/// assert!(Id::try_from(-1_i64).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvertIdError {
+    pub(crate) negative: bool,
+}
+
+impl fmt::Display for ConvertIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negative {
+            write!(f, "a negative integer is not an id")
+        } else {
+            write!(f, "the id is larger than i64::MAX")
+        }
+    }
+}
+
+impl std::error::Error for ConvertIdError {}
 
 #[cfg(test)]
 mod tests {

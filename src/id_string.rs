@@ -18,7 +18,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
-use crate::error::ParseIdError;
+use crate::ParseIdError;
 use crate::id::Id;
 
 const DIGITS: &[u8; 10] = b"0123456789";

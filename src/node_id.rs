@@ -26,7 +26,8 @@
 //! # }
 //! ```
 
-use crate::error::NodeIdError;
+use std::fmt;
+
 use crate::id::Id;
 use crate::layout::Layout;
 
@@ -35,7 +36,7 @@ use crate::layout::Layout;
 ///
 /// On Kubernetes 1.28 and later, a StatefulSet can pass its pod's ordinal
 /// this way, from the `apps.kubernetes.io/pod-index` label through the
-/// downward API (see the README).
+/// downward API (see the `flakeid::lease` module docs, features `etcd` and `redis`).
 ///
 /// # Errors
 ///
@@ -164,6 +165,79 @@ fn hostname() -> Result<String, NodeIdError> {
         }
     }
 }
+
+/// A node id could not be read from the environment or the host name, or it
+/// does not fit the layout (see [`node_id`](crate::node_id)).
+///
+/// ```
+/// use flakeid::{Layout, NodeIdError, node_id};
+///
+/// let err = node_id::from_hostname("web", &Layout::twitter()).unwrap_err();
+/// assert_eq!(err, NodeIdError::NoOrdinal { hostname: "web".into() });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeIdError {
+    /// The environment variable is not set.
+    NotSet {
+        /// The variable's name.
+        var: String,
+    },
+    /// The value is not a non-negative decimal integer.
+    NotANumber {
+        /// Where it came from, for example `environment variable FLAKEID_NODE_ID`.
+        source: String,
+        /// The value found.
+        value: String,
+    },
+    /// The host name does not end in `-<ordinal>`, as a StatefulSet pod's
+    /// (`web-3`) does.
+    NoOrdinal {
+        /// The host name.
+        hostname: String,
+    },
+    /// The node id is larger than the layout's largest.
+    OutOfRange {
+        /// Where it came from.
+        source: String,
+        /// The node id found.
+        value: u64,
+        /// The layout's largest node id.
+        max: u64,
+    },
+    /// The host name could not be read.
+    Hostname {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for NodeIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeIdError::NotSet { var } => {
+                write!(f, "environment variable {var} is not set")
+            }
+            NodeIdError::NotANumber { source, value } => {
+                write!(
+                    f,
+                    "{source} is {value:?}, not a node id (a decimal integer)"
+                )
+            }
+            NodeIdError::NoOrdinal { hostname } => write!(
+                f,
+                "host name {hostname:?} does not end in -<ordinal> like a StatefulSet pod's"
+            ),
+            NodeIdError::OutOfRange { source, value, max } => write!(
+                f,
+                "node id {value} from {source} is out of the layout's range (0..={max})"
+            ),
+            NodeIdError::Hostname { reason } => write!(f, "cannot read the host name: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeIdError {}
 
 #[cfg(all(test, not(flakeid_loom), not(miri)))]
 mod tests {

@@ -6,7 +6,6 @@ use std::fmt;
 
 use siphasher::sip::SipHasher24;
 
-use crate::error::PublicIdError;
 use crate::id::Id;
 use crate::layout::mask;
 
@@ -289,6 +288,52 @@ impl fmt::Debug for PublicIds {
             .finish_non_exhaustive()
     }
 }
+
+/// An ID or a width does not fit a [`PublicIds`](crate::PublicIds) permutation.
+///
+/// ```
+/// use flakeid::{Id, PublicIdError, PublicIds};
+///
+/// let public_ids = PublicIds::new([1; 16]);
+/// let err = public_ids.to_public(Id::MAX).unwrap_err();
+/// assert_eq!(err, PublicIdError::OutOfRange { id: u64::MAX, bits: 63 });
+/// assert_eq!(err.to_string(), "id 18446744073709551615 is outside the 63-bit public-id domain");
+/// ```
+#[cfg(feature = "public-ids")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PublicIdError {
+    /// The value is 2^`bits` or more.
+    OutOfRange {
+        /// The value given.
+        id: u64,
+        /// The permutation's width.
+        bits: u32,
+    },
+    /// The width is outside 32..=64 bits.
+    UnsupportedWidth {
+        /// The width given.
+        bits: u32,
+    },
+}
+
+#[cfg(feature = "public-ids")]
+impl fmt::Display for PublicIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PublicIdError::OutOfRange { id, bits } => {
+                write!(f, "id {id} is outside the {bits}-bit public-id domain")
+            }
+            PublicIdError::UnsupportedWidth { bits } => write!(
+                f,
+                "a {bits}-bit public-id domain is not supported (32 to 64 bits)"
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "public-ids")]
+impl std::error::Error for PublicIdError {}
 
 #[cfg(test)]
 mod tests {

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 use std::time::{Duration, Instant};
 
 use flakeid::{
-    BuildError, FileStore, GenerateError, Generator, Id, InvalidState, Layout, ManualClock,
-    OnClockBehind, OnExhausted, Persist, RestartRule, StateError, StateStore,
+    BuildError, FileStore, GenerateError, Generator, Id, Layout, ManualClock, OnClockBehind,
+    OnExhausted, OnInvalidState, Persist, RestartRule, StateError, StateStore,
 };
 
 const EPOCH: u64 = 1_600_000_000_000;
@@ -405,7 +405,7 @@ fn damaged_or_foreign_state_is_refused_until_an_operator_overrides_it() {
     // The override: an operator vouches that nothing after T + 60 s was issued.
     std::fs::write(dir.file(), &flipped).unwrap();
     let g = build(
-        Persist::file(dir.file()).on_invalid_state(InvalidState::Replace {
+        Persist::file(dir.file()).on_invalid_state(OnInvalidState::Replace {
             issued_until_ms: T + 60_000,
         }),
     )
@@ -592,7 +592,7 @@ impl StateStore for Watched {
         if self.fail.load(Ordering::SeqCst) {
             return Err(StateError::from_io(
                 "write (injected)",
-                &std::io::Error::from(std::io::ErrorKind::StorageFull),
+                std::io::Error::from(std::io::ErrorKind::StorageFull),
             ));
         }
         self.inner.save(state)?;
@@ -721,7 +721,7 @@ impl StateStore for Outage {
         }
         Err(StateError::from_io(
             "write (injected)",
-            &std::io::Error::from(std::io::ErrorKind::StorageFull),
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
         ))
     }
 }
@@ -915,7 +915,7 @@ fn a_mark_past_the_layouts_end_or_far_ahead_of_the_clock_is_refused_at_build() {
         assert!(err.to_string().contains(&mark.to_string()), "{err}");
         // The operator's override still works.
         let g = build(
-            Persist::file(dir.file()).on_invalid_state(InvalidState::Replace {
+            Persist::file(dir.file()).on_invalid_state(OnInvalidState::Replace {
                 issued_until_ms: T - 1,
             }),
         )

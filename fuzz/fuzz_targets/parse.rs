@@ -10,7 +10,7 @@
 //!   `StateError`; a valid state in the documented format is accepted, the
 //!   restarted generator issues only after its marks, and what it saves back
 //!   is canonical and keeps those marks; any single changed byte or
-//!   truncation of a valid state is refused, and `InvalidState::Replace`
+//!   truncation of a valid state is refused, and `OnInvalidState::Replace`
 //!   then starts after the operator's instant. States forged line by line
 //!   with a correct checksum (spellings the writer never uses, duplicate,
 //!   missing, unknown and out-of-range lines, other versions, another
@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flakeid::{
-    BuildError, GenerateError, Generator, Id, InvalidState, Layout, ManualClock, OnExhausted,
+    BuildError, GenerateError, Generator, Id, Layout, ManualClock, OnExhausted, OnInvalidState,
     ParseIdError, Persist, StateError, StateStore,
 };
 use libfuzzer_sys::fuzz_target;
@@ -135,7 +135,7 @@ const SPAN: u64 = 1 << 36;
 fn build(
     store: &Memory,
     now_ms: u64,
-    on_invalid: InvalidState,
+    on_invalid: OnInvalidState,
 ) -> Result<Generator<ManualClock>, BuildError> {
     Generator::builder(layout())
         .node_id(NODE)
@@ -169,7 +169,7 @@ fn assert_refused(e: &BuildError) {
 /// and the generator saves back the canonical form.
 fn arbitrary_state(bytes: &[u8]) {
     let store = Memory::holding(bytes);
-    match build(&store, 1_700_000_000_000, InvalidState::Refuse) {
+    match build(&store, 1_700_000_000_000, OnInvalidState::Refuse) {
         Ok(generator) => {
             assert!(bytes.starts_with(b"flakeid state v"), "accepted {bytes:?}");
             let text = std::str::from_utf8(bytes).expect("an accepted state is text");
@@ -255,7 +255,8 @@ fn valid_state(b: &mut Bytes<'_>) {
     let mark_of = |c: u64| marks.iter().find(|m| m.0 == c).map_or(0, |m| m.1);
 
     let store = Memory::holding(&bytes);
-    let generator = build(&store, now_ms, InvalidState::Refuse).expect("a valid state is accepted");
+    let generator =
+        build(&store, now_ms, OnInvalidState::Refuse).expect("a valid state is accepted");
     let id = generator.try_next_id().expect("an id after a valid state");
     let d = layout.decode(id).unwrap();
     assert_eq!((d.clock_id(), d.node_id()), (clock_id, NODE));
@@ -289,7 +290,7 @@ fn valid_state(b: &mut Bytes<'_>) {
         x => damaged[at] ^= x,
     }
     let store = Memory::holding(&damaged);
-    let e = build(&store, now_ms, InvalidState::Refuse).expect_err("a damaged state is refused");
+    let e = build(&store, now_ms, OnInvalidState::Refuse).expect_err("a damaged state is refused");
     assert_refused(&e);
     assert_eq!(
         store.contents(),
@@ -297,7 +298,7 @@ fn valid_state(b: &mut Bytes<'_>) {
         "a refused state was overwritten"
     );
     let until = layout.epoch_ms() + b.u64() % SPAN;
-    let replaced = InvalidState::Replace {
+    let replaced = OnInvalidState::Replace {
         issued_until_ms: until,
     };
     let generator = build(&store, now_ms, replaced).expect("Replace overrides a damaged state");
@@ -394,7 +395,7 @@ fn forged_state(b: &mut Bytes<'_>) {
     }
     let now_ms = layout.epoch_ms() + b.u64() % SPAN;
     let store = Memory::holding(text.as_bytes());
-    let built = build(&store, now_ms, InvalidState::Refuse);
+    let built = build(&store, now_ms, OnInvalidState::Refuse);
     let got = match &built {
         Ok(_) => Verdict::Accept,
         Err(BuildError::State(StateError::Corrupt { .. })) => Verdict::Corrupt,

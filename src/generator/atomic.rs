@@ -3,8 +3,8 @@
 use super::core::{AtomicCell, Core};
 use super::stats::Stats;
 use super::{Builder, Components, IdBatch, IdGenerator};
+use crate::GenerateError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::error::GenerateError;
 use crate::id::Id;
 use crate::layout::Layout;
 #[cfg(flakeid_loom)]

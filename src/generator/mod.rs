@@ -2,6 +2,7 @@
 
 mod atomic;
 mod core;
+mod error;
 mod mutex;
 mod plan;
 mod policy;
@@ -16,12 +17,13 @@ use std::iter::FusedIterator;
 use std::sync::Arc;
 
 pub use atomic::Generator;
+pub use error::{BuildError, GenerateError};
 pub use mutex::MutexGenerator;
 pub use policy::{OnClockBehind, OnExhausted};
 pub use stats::Stats;
 
+use crate::FieldError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::error::{BuildError, FieldError, GenerateError};
 use crate::fence::{Fence, Keeper};
 use crate::id::Id;
 use crate::layout::Layout;
@@ -52,7 +54,7 @@ macro_rules! shell {
             }
 
             #[inline]
-            fn try_next_id(&self) -> Result<$crate::id::Id, $crate::error::GenerateError> {
+            fn try_next_id(&self) -> Result<$crate::id::Id, $crate::GenerateError> {
                 $crate::generator::wait::try_next_id(&self.core)
             }
 
@@ -60,7 +62,7 @@ macro_rules! shell {
             fn try_next_ids(
                 &self,
                 n: usize,
-            ) -> Result<$crate::generator::IdBatch, $crate::error::GenerateError> {
+            ) -> Result<$crate::generator::IdBatch, $crate::GenerateError> {
                 $crate::generator::wait::reserve_batch(
                     &self.core,
                     n,
@@ -84,7 +86,7 @@ macro_rules! shell {
             fn poll_ids(
                 &self,
                 n: usize,
-            ) -> Result<$crate::generator::IdBatch, $crate::error::GenerateError> {
+            ) -> Result<$crate::generator::IdBatch, $crate::GenerateError> {
                 $crate::generator::wait::poll_batch(&self.core, n)
             }
         }
@@ -517,7 +519,7 @@ impl<C: Clock> Builder<C> {
         #[cfg(any(feature = "etcd", feature = "redis"))]
         let keeper = match &self.lease {
             Some(_) if self.persist.is_some() => {
-                return Err(crate::error::LeaseError::Config {
+                return Err(crate::LeaseError::Config {
                     reason: "a leased node id keeps its high-water mark in the lease's store; \
                              remove Builder::persist"
                         .into(),

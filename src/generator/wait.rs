@@ -7,7 +7,7 @@ use super::core::Miss;
 use super::plan::{Plan, Stall, Step};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::stats::Counters;
-use crate::error::GenerateError;
+use crate::GenerateError;
 use crate::id::Id;
 use crate::primitive::{self, Backoff, Deadline};
 

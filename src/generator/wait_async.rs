@@ -8,8 +8,8 @@ use tokio::time::sleep;
 use super::IdBatch;
 use super::atomic::Generator;
 use super::wait::{self, Mode, Reserve, Waiting};
+use crate::GenerateError;
 use crate::clock::Clock;
-use crate::error::GenerateError;
 use crate::id::Id;
 
 /// The shortest sleep: tokio's timer has millisecond resolution, and a zero

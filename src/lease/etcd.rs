@@ -16,7 +16,7 @@ use etcd_client::{
 use tokio::runtime::Runtime;
 
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
-use crate::error::LeaseError;
+use crate::LeaseError;
 
 pub(crate) struct EtcdStore {
     runtime: Runtime,

@@ -62,7 +62,7 @@
 //!   fence is open for a node id the store does not give to its holder.
 //!   Checked whenever a fence opens (an overlap starts at an opening) and at
 //!   a sweep every ten simulated seconds. A suspended VM is counted apart:
-//!   the README says fencing may end late when the monotonic clock stops
+//!   the lease module docs say fencing may end late when the monotonic clock stops
 //!   (uniqueness still holds, and is checked).
 //! - **Available**: for each machine, the share of its healthy attempts that
 //!   issue, with and without those that wait for a grant's floor (a claim
@@ -89,11 +89,11 @@ use super::Lease;
 use super::keeper::{Ask, Claim, Claimed, Run, Store, WallClock};
 use super::memory::{Fault, MemoryBackend, MemoryStore};
 use crate::clock::{Clock, ManualClock};
-use crate::error::{BuildError, GenerateError, LeaseError};
 use crate::fence::{Fence, Keeper};
 use crate::generator::{Generator, OnClockBehind, OnExhausted};
 use crate::id::Id;
 use crate::layout::Layout;
+use crate::{BuildError, GenerateError, LeaseError};
 
 /// True time at the start: 2027-01-15.
 const T0_MS: u64 = 1_800_000_000_000;

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use crate::LeaseError;
 use crate::clock::{Clock, SystemClock};
-use crate::error::LeaseError;
 use crate::fence::{Fence, Grant, Keeper};
 use crate::layout::Layout;
 

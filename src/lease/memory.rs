@@ -17,9 +17,9 @@ use super::Lease;
 use super::StoreConfig;
 use super::keeper::{Ask, Claim, Claimed, Run, Settings, Skipped, Store, WallClock};
 use crate::clock::{Clock, ManualClock};
-use crate::error::{BuildError, LeaseError};
 use crate::fence::{Fence, Keeper};
 use crate::generator::{Builder, Generator};
+use crate::{BuildError, LeaseError};
 
 /// What goes wrong between one holder and the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -499,7 +499,7 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::error::GenerateError;
+    use crate::GenerateError;
     use crate::layout::Layout;
 
     const T: u64 = 1_700_000_000_000;

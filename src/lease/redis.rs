@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redis::{Client, Connection, ErrorKind, RedisError, Script, ServerErrorKind};
 
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
-use crate::error::LeaseError;
+use crate::LeaseError;
 
 /// Shared by the scripts: `a < b` for decimal strings without leading zeros.
 const LESS: &str = r"

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{MAX_STATE_BYTES, StateStore};
-use crate::error::StateError;
+use crate::StateError;
 
 /// How long opening waits for a lock that is being released.
 const LOCK_GRACE: Duration = Duration::from_millis(250);
@@ -90,7 +90,7 @@ fn regular_or_missing(path: &Path) -> Result<bool, StateError> {
         }
         Err(e) => Err(StateError::from_io(
             format!("inspect {}", path.display()),
-            &e,
+            e,
         )),
     }
 }
@@ -156,7 +156,7 @@ impl FileStore {
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| StateError::from_io(format!("open {}", lock_path.display()), &e))?;
+            .map_err(|e| StateError::from_io(format!("open {}", lock_path.display()), e))?;
         // A lock released a moment ago can still look held: a process that
         // spawns a command while the old store closes leaves a copy of the
         // descriptor in the child until it execs. Such a copy goes within
@@ -176,7 +176,7 @@ impl FileStore {
                 Err(fs::TryLockError::Error(e)) => {
                     return Err(StateError::from_io(
                         format!("lock {}", lock_path.display()),
-                        &e,
+                        e,
                     ));
                 }
             }
@@ -221,24 +221,24 @@ impl StateStore for FileStore {
     /// without end.
     fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
         let read_error =
-            |e: &io::Error| StateError::from_io(format!("read {}", self.path.display()), e);
+            |e: io::Error| StateError::from_io(format!("read {}", self.path.display()), e);
         if !regular_or_missing(&self.path)? {
             return Ok(None);
         }
         let file = match File::open(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(read_error(&e)),
+            Err(e) => return Err(read_error(e)),
         };
         // What was opened, in case the path changed since it was checked.
-        let meta = file.metadata().map_err(|e| read_error(&e))?;
+        let meta = file.metadata().map_err(read_error)?;
         if !meta.is_file() {
             return Err(not_a_file(&self.path, &meta));
         }
         let mut bytes = Vec::new();
         file.take(MAX_STATE_BYTES + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| read_error(&e))?;
+            .map_err(read_error)?;
         if bytes.len() as u64 > MAX_STATE_BYTES {
             return Err(StateError::TooLarge {
                 limit: MAX_STATE_BYTES,
@@ -249,15 +249,15 @@ impl StateStore for FileStore {
 
     fn save(&mut self, state: &[u8]) -> Result<(), StateError> {
         self.write_tmp(state)
-            .map_err(|e| StateError::from_io(format!("write {}", self.tmp.display()), &e))?;
+            .map_err(|e| StateError::from_io(format!("write {}", self.tmp.display()), e))?;
         fs::rename(&self.tmp, &self.path).map_err(|e| {
             StateError::from_io(
                 format!("rename {} to {}", self.tmp.display(), self.path.display()),
-                &e,
+                e,
             )
         })?;
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
-            .map_err(|e| StateError::from_io(format!("sync directory {}", self.dir.display()), &e))
+            .map_err(|e| StateError::from_io(format!("sync directory {}", self.dir.display()), e))
     }
 }

@@ -1,13 +1,122 @@
 //! Restart safety: a durable high-water mark of the timestamps a generator
-//! may issue, reserved ahead of use.
+//! may issue, reserved ahead of use ([`Builder::persist`](crate::Builder::persist)).
 //!
-//! The promise: **no ID with a timestamp after `T` is issued unless `T` was
-//! first made durable.** A background writer keeps the saved mark (the
-//! *reservation*) about one window ahead of the timestamps in use; a thread
-//! waits for storage only when generation outruns the reservation. A restarted
-//! generator starts strictly after its predecessor's saved mark, so it never
-//! reissues an ID the predecessor could have issued, whatever the clock says.
+//! A monotonic clock protects a generator only while its process lives. If the
+//! process crashes and the wall clock is stepped back before it restarts (NTP, a
+//! VM migration, a wrong manual setting), a plain generator reissues IDs. With
+//! persistence on, flakeid closes that gap exactly:
+//!
+//! ```rust
+//! use flakeid::{Generator, Layout, Persist};
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = std::env::temp_dir().join(format!("flakeid-readme-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! # let path = dir.join("node-7.state");
+//! let generator = Generator::builder(Layout::twitter())
+//!     .node_id(7)
+//!     .persist(Persist::file(&path).window(Duration::from_secs(1)))
+//!     .build()?; // fails here, before any ID, if the state can't be read or written
+//! let id = generator.next_id();
+//! # drop(generator);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # let _ = id;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **The guarantee.** No ID with a timestamp after `T` is issued unless `T` was
+//! first made durable. A background writer keeps a saved mark about one window
+//! ahead of the timestamps in use (it saves when half the window is used, so
+//! about twice per window while IDs are made, and not at all while none are); a
+//! thread waits for storage only if generation outruns the mark. A restarted
+//! generator treats everything up to its predecessor's mark as issued and starts
+//! after it. On a clean stop (the generator is dropped) the exact last timestamp
+//! is saved instead, so a prompt restart need not wait.
+//!
+//! **At start, if the clock reads behind the mark** (it was set back, or the
+//! crashed process had reserved up to a window ahead), the `OnClockBehind` policy
+//! applies as to any clock step: `Continue` waits for the clock to pass the mark
+//! (up to the step plus one window; with `OnExhausted::NextClock` it first issues
+//! at once in the mark's tick, ahead of the clock, under the clock ids above the
+//! one it starts on whose own marks are behind that tick, and waits only when
+//! none is left), `Wait { max }` waits at most `max`, `Error` reports,
+//! `NextClock` moves to a clock id whose own mark is behind the clock.
+//! `OnExhausted::Borrow { max_ahead }` with `max_ahead` above the step continues
+//! at once, logically, right after the mark. Alternatively
+//! `RestartRule::NextClockId` (the multi-clock scheme, for layouts with a clock-id
+//! field) moves to the next clock id at every start and issues at the real time;
+//! each clock id keeps its own mark, so one that comes round again is used only
+//! after its old mark.
+//!
+//! **Storage.** A file by default (`FileStore`): written to `<path>.tmp`,
+//! fsynced, renamed over `<path>`, and the directory fsynced, so a crash leaves
+//! the old state or the new, never a mix. `<path>.lock` is locked while the
+//! generator lives; a second generator on the same file is refused
+//! (`StateError::Locked`). Implement `StateStore` to keep the state elsewhere.
+//!
+//! **Bad state never silently resets.** A missing file on first start is normal.
+//! A corrupt (`StateError::Corrupt`), truncated (`Truncated`), newer-versioned
+//! (`UnsupportedVersion`) or foreign (`Mismatch`: another layout or node id)
+//! state fails the build, and so does a mark past the layout's end
+//! (`MarkPastEnd`) or more than a day plus the `Borrow` allowance ahead of the
+//! clock (`MarkAhead`: the clock or the state is wrong, and starting after it
+//! would wait that long; a reserved window, at most an hour, is far less). The
+//! override is explicit:
+//! `Persist::on_invalid_state(OnInvalidState::Replace { issued_until_ms })`, an
+//! operator's word that this node issued nothing after that instant. An
+//! unwritable directory or a full disk fails the build too (`StateError::Io`), as
+//! does a state path that is not a regular file (`NotAFile`: a FIFO, a device, a
+//! directory) or a state over 64 KiB (`TooLarge`); if storage fails later
+//! (an error or a panic in `StateStore::save`), IDs continue up to the saved
+//! mark, then `try_next_id` returns `GenerateError::Storage` and `next_id` waits
+//! for storage to recover.
+//!
+//! **The file format** (text, one item per line, CRC-32 of all bytes before the
+//! last line):
+//!
+//! ```text
+//! flakeid state v1
+//! generator epoch=1600000000000 unit=1 fields=timestamp:41,worker:10,sequence:12 node=7
+//! clock 0
+//! mark 0 123456789012
+//! crc32 8005e40f
+//! ```
+//!
+//! `mark C T`: no ID with clock id `C` and a timestamp field above `T` was issued.
+//!
+//! **Limits.** The guarantee rests on the storage keeping what it acknowledged
+//! (`fsync` that means it) and on the state file going wherever the node id goes.
+//! Every crash forfeits up to one window of timestamps (the reserved, unused
+//! part); a restart that finds the clock behind the mark reserves nothing new
+//! until an ID needs a tick past it, so restarts that issue nothing cost
+//! nothing. A crash loop whose processes live shorter than the window and do
+//! issue IDs pushes the mark ahead of the clock by up to a window per crash;
+//! choose a window shorter than the time a process usually lives.
+//! It does not protect two live processes that share a node id without sharing
+//! the file (see the node-id leases of `flakeid::lease`, features `etcd` and `redis`), nor a
+//! state file restored from an old backup. Clock-id fields wider than 10 bits cannot be persisted.
+//!
+//! **Moving a node to another machine.** Stop the old process (a clean stop saves
+//! the exact mark), copy the state file to the new machine, start there. If the
+//! old machine is gone and its file with it, start the new one with
+//! `OnInvalidState::Replace { issued_until_ms }` set to a time you know is later
+//! than anything the old node issued (for example the time of the move plus the
+//! largest clock error you believe possible), or give the new process a node id
+//! that has never been used.
+//!
+//! **Tested by** `tests/restart.rs` (crash images, stepped-back clocks, every bad
+//! state, locks, read-only and full filesystems, a failing store) and
+//! `tests/restart_crash.rs`: a child process streams IDs to the parent, which
+//! SIGKILLs it 50 times per scenario and restarts it with its wall clock set
+//! back by up to 10 s. It kills at random points, after the child's first ID,
+//! and inside a save between the temporary file's write and its rename. The
+//! union of all IDs must have no duplicate, and every child started after a
+//! crash inside a save must issue. The full run: `FLAKEID_CRASH_KILLS=500 cargo test --release --test
+//! restart_crash`.
 
+mod error;
 mod file;
 mod format;
 
@@ -18,10 +127,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+pub use error::{SharedIoError, StateError};
 pub use file::FileStore;
 pub(crate) use format::SavedState;
 
-use crate::error::{BuildError, StateError};
+use crate::BuildError;
 use crate::layout::{Layout, mask};
 use crate::primitive::thread::{self, JoinHandle, Thread};
 use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
@@ -119,7 +229,7 @@ pub enum RestartRule {
 /// belongs to another layout or node id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
-pub enum InvalidState {
+pub enum OnInvalidState {
     /// Refuse to build (the default): never silently reset.
     #[default]
     Refuse,
@@ -142,7 +252,7 @@ pub enum InvalidState {
 /// ([`StateError::MarkAhead`]): a generator started after such a mark could
 /// issue nothing until the clock reached it. A legitimately reserved window
 /// (at most an hour) ahead of a clock set back by most of a day passes.
-/// [`InvalidState::Replace`] overrides both.
+/// [`OnInvalidState::Replace`] overrides both.
 ///
 /// Building blocks for the store's first load and save; the writer then
 /// saves on its own thread. Dropping the generator stops the writer and
@@ -182,7 +292,7 @@ pub struct Persist {
     source: Source,
     window: Duration,
     restart: RestartRule,
-    on_invalid: InvalidState,
+    on_invalid: OnInvalidState,
     /// A deliberately broken variant for the loom models' teeth.
     #[cfg(flakeid_loom)]
     pub(crate) planted: Option<crate::loom_hooks::PersistBug>,
@@ -214,7 +324,7 @@ impl Persist {
             source,
             window: Duration::from_secs(1),
             restart: RestartRule::default(),
-            on_invalid: InvalidState::default(),
+            on_invalid: OnInvalidState::default(),
             #[cfg(flakeid_loom)]
             planted: None,
         }
@@ -241,7 +351,7 @@ impl Persist {
     }
 
     /// What to do with a saved state that cannot be trusted.
-    pub fn on_invalid_state(mut self, what: InvalidState) -> Self {
+    pub fn on_invalid_state(mut self, what: OnInvalidState) -> Self {
         self.on_invalid = what;
         self
     }
@@ -486,8 +596,8 @@ pub(crate) fn start(
         Some(bytes) => match check(&bytes, &generator, clocks, &limits) {
             Ok(saved) => Some(saved),
             Err(e) => match persist.on_invalid {
-                InvalidState::Refuse => return Err(e.into()),
-                InvalidState::Replace { issued_until_ms } => {
+                OnInvalidState::Refuse => return Err(e.into()),
+                OnInvalidState::Replace { issued_until_ms } => {
                     let tick = layout.timestamp_at_clamped(issued_until_ms);
                     let marks: Vec<(u64, u64)> = (0..clocks as u64).map(|c| (c, tick)).collect();
                     // The operator's word is held to the same limits.
@@ -567,7 +677,7 @@ pub(crate) fn start(
     let thread = thread::Builder::new()
         .name("flakeid-persist".into())
         .spawn(move || writer.run())
-        .map_err(|e| StateError::from_io("spawn the flakeid-persist thread", &e))?;
+        .map_err(|e| StateError::from_io("spawn the flakeid-persist thread", e))?;
     let _ = reservation.writer.set(thread.thread().clone());
     Ok(Started {
         persister: Persister {
