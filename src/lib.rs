@@ -370,8 +370,9 @@
 //!
 //! # Examples
 //!
-//! - `examples/web_handler.rs`: axum handlers handing out IDs and public ids
-//!   (`cargo run --example web_handler --features tokio,serde,public-ids`).
+//! - `examples/web_handler/`: axum handlers handing out IDs and public ids,
+//!   a crate of its own so that axum is not a dependency of this one
+//!   (`cargo run -p flakeid-web-handler`).
 //! - `examples/bulk_insert.rs`: IDs for 100,000 rows with `next_ids`, as
 //!   multi-row `INSERT`s.
 //! - `examples/decode_logs.rs`: finds IDs in log lines and decodes them.
