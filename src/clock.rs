@@ -1008,8 +1008,11 @@ mod tests {
         let diff = clock.now_ms().abs_diff(SystemClock.now_ms());
         assert!(diff <= 50, "{diff} ms apart");
         assert!(clock.recent_ms().unwrap() <= clock.now_ms());
+        // One clock per process: the thread-free one continues from the
+        // shared one's highest reading, never before it.
         let free = MonotonicClock::thread_free();
-        assert!(free.now_ms() >= clock.now_ms(), "one clock per process");
+        let shared = clock.now_ms();
+        assert!(free.now_ms() >= shared, "one clock per process");
         if cfg!(miri) {
             assert!(
                 format!("{clock:?}").contains("source: Instant"),
@@ -1202,7 +1205,8 @@ mod tests {
         // ...until the tick's sequence runs out; the generator then reads
         // the precise clock, enters the current tick, and refreshes the
         // cached reading itself. Each tick holds all 4,096 IDs.
-        let ticks = if cfg!(miri) { 2 } else { 6 };
+        // The last tick collected is still filling and is not checked.
+        let ticks = if cfg!(miri) { 3 } else { 6 };
         let mut per_tick: Vec<(u64, u64)> = vec![(first, 2)];
         while per_tick.len() < ticks {
             match generator.poll_id() {

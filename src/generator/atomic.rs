@@ -415,7 +415,10 @@ mod tests {
                         assert_eq!(lock_free.last_id(), locked.last_id());
                     }
                 }
-                assert_eq!(lock_free.stats(), locked.stats());
+                // Lost races are the lock-free generator's alone (under Miri,
+                // spurious `compare_exchange_weak` failures count too).
+                let counted = lock_free.stats().map(|s| Stats { lost_races: 0, ..s });
+                assert_eq!(counted, locked.stats());
             }
         }
     }

@@ -35,8 +35,10 @@ pub struct Stats {
     /// Moves to a new clock id (`NextClock` policies).
     pub clock_id_bumps: u64,
     /// Compare-and-swaps of the lock-free generator that lost a race with
-    /// another thread's (and were retried): a measure of contention. Always 0
-    /// for the mutex twin, whose threads wait for the lock instead.
+    /// another thread's (and were retried): a measure of contention. Where
+    /// the hardware's compare-and-swap can fail spuriously (LL/SC machines,
+    /// or Miri), those failures count too. Always 0 for the mutex twin, whose
+    /// threads wait for the lock instead.
     pub lost_races: u64,
 }
 
