@@ -82,6 +82,34 @@ impl Id {
         }
     }
 
+    /// The ID as 8 big-endian bytes: keys that sort byte by byte as the
+    /// numbers do (Kafka record keys, RocksDB and other byte-ordered stores).
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// let (a, b) = (Id::from_u64(255), Id::from_u64(256));
+    /// assert_eq!(a.to_be_bytes(), [0, 0, 0, 0, 0, 0, 0, 255]);
+    /// assert!(a.to_be_bytes() < b.to_be_bytes()); // the order of the numbers
+    /// ```
+    #[inline]
+    pub const fn to_be_bytes(self) -> [u8; 8] {
+        self.0.to_be_bytes()
+    }
+
+    /// The ID [`to_be_bytes`](Id::to_be_bytes) wrote.
+    ///
+    /// ```
+    /// use flakeid::Id;
+    ///
+    /// let id = Id::from_u64(175_928_847_299_117_063);
+    /// assert_eq!(Id::from_be_bytes(id.to_be_bytes()), id);
+    /// ```
+    #[inline]
+    pub const fn from_be_bytes(bytes: [u8; 8]) -> Id {
+        Id(u64::from_be_bytes(bytes))
+    }
+
     /// Parses the decimal form, like `str::parse` but usable in `const` context.
     ///
     /// Accepts only ASCII digits: no sign, no spaces, no separators.

@@ -7,6 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::id::Id;
 use crate::rfc3339;
 
+mod spec;
+pub use spec::ParseLayoutError;
+
 /// What a field of a [`Layout`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -510,6 +513,67 @@ impl Layout {
         Ok((unix_ms - self.epoch_ms) / self.unit_ms)
     }
 
+    /// The smallest ID any node issues in the tick that holds `time`: for
+    /// time-range queries on an ID column, `WHERE id BETWEEN first AND last`
+    /// with [`last_id_at`](Layout::last_id_at), which an index on the ID
+    /// answers without a time column.
+    ///
+    /// # Errors
+    ///
+    /// [`FieldError::BeforeEpoch`] or [`FieldError::AfterLifetime`] if the
+    /// layout cannot encode the time.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::twitter();
+    /// let noon = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+    /// let generator = Generator::builder(layout.clone())
+    ///     .node_id(37)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// let id = generator.try_next_id()?;
+    /// let (first, last) = (layout.first_id_at(noon)?, layout.last_id_at(noon)?);
+    /// assert!(first <= id && id <= last);
+    /// // The next millisecond starts right after.
+    /// let next = layout.first_id_at(noon + Duration::from_millis(1))?;
+    /// assert_eq!(next.to_u64(), last.to_u64() + 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn first_id_at(&self, time: SystemTime) -> Result<Id, FieldError> {
+        let timestamp = self.timestamp_at(unix_ms_of(time, self.epoch_ms)?)?;
+        Ok(Id::from_u64(timestamp << self.timestamp_field().shift))
+    }
+
+    /// The largest ID any node issues in the tick that holds `time` (every
+    /// field below the timestamp at its largest value). See
+    /// [`first_id_at`](Layout::first_id_at).
+    ///
+    /// # Errors
+    ///
+    /// As [`first_id_at`](Layout::first_id_at).
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::sonyflake(); // 10 ms ticks
+    /// let t = UNIX_EPOCH + Duration::from_millis(1_409_529_600_000 + 25);
+    /// let last = layout.decode(layout.last_id_at(t)?)?;
+    /// assert_eq!((last.timestamp(), last.sequence(), last.node_id()), (2, 255, 65_535));
+    /// assert!(layout.last_id_at(UNIX_EPOCH).is_err()); // before the epoch
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn last_id_at(&self, time: SystemTime) -> Result<Id, FieldError> {
+        let first = self.first_id_at(time)?.to_u64();
+        Ok(Id::from_u64(first | mask(self.timestamp_field().shift)))
+    }
+
     /// [`timestamp_at`](Layout::timestamp_at), clamped to the timestamp
     /// field: 0 before the epoch, the last tick after the lifetime.
     pub(crate) fn timestamp_at_clamped(&self, unix_ms: u64) -> u64 {
@@ -662,6 +726,17 @@ impl Layout {
             id,
             parts,
         })
+    }
+}
+
+/// `time` in Unix milliseconds; a time before 1970 is before every epoch.
+fn unix_ms_of(time: SystemTime, epoch_ms: u64) -> Result<u64, FieldError> {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(since) => Ok(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)),
+        Err(_) => Err(FieldError::BeforeEpoch {
+            unix_ms: 0,
+            epoch_ms,
+        }),
     }
 }
 

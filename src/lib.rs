@@ -462,9 +462,10 @@ pub use generator::{
     OnClockBehind, OnExhausted, Stats,
 };
 pub use id::{ConvertIdError, Id, ParseIdError};
-pub use id_string::{IdFormat, IdString};
+pub use id_string::{IdFormat, IdString, ParseAnyIdError};
 pub use layout::{
-    Decoded, Field, FieldError, FieldKind, Layout, LayoutBuilder, LayoutError, Parts,
+    Decoded, Field, FieldError, FieldKind, Layout, LayoutBuilder, LayoutError, ParseLayoutError,
+    Parts,
 };
 #[cfg(any(feature = "etcd", feature = "redis"))]
 pub use lease::Lease;

@@ -1,4 +1,6 @@
-//! serde support for [`Id`] (feature `serde`).
+//! serde support (feature `serde`): [`Id`] both ways, [`Layout`](crate::Layout)
+//! both ways as its spec string, [`IdString`](crate::IdString) and
+//! [`Decoded`](crate::Decoded) written.
 //!
 //! | format kind | `Id` is written as | `Id` is read from |
 //! |---|---|---|
@@ -41,8 +43,11 @@ use std::fmt;
 use ::serde::de::{self, Deserialize, Deserializer, Unexpected, Visitor};
 use ::serde::ser::{Serialize, Serializer};
 
+use ::serde::ser::{SerializeMap, SerializeStruct};
+
 use crate::id::Id;
-use crate::id_string::IdFormat;
+use crate::id_string::{IdFormat, IdString};
+use crate::layout::{Decoded, Layout};
 
 /// A decimal string in human-readable formats, a `u64` in binary ones.
 impl Serialize for Id {
@@ -102,6 +107,121 @@ impl Visitor<'_> for IdVisitor {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
         Id::parse_decimal(v).map_err(|e| E::custom(format_args!("invalid id {v:?}: {e}")))
+    }
+}
+
+/// The layout's spec string (its `Display`, `epoch=… unit=… fields=…`), in
+/// every format.
+///
+/// ```
+/// use flakeid::Layout;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Config {
+///     layout: Layout,
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config: Config = serde_json::from_str(r#"{"layout":"discord"}"#)?;
+/// assert_eq!(config.layout, Layout::discord());
+/// let json = serde_json::to_string(&config)?;
+/// assert_eq!(
+///     json,
+///     r#"{"layout":"epoch=1420070400000 unit=1 fields=timestamp:42,worker:5,process:5,sequence:12"}"#
+/// );
+/// assert!(serde_json::from_str::<Config>(r#"{"layout":"tweeter"}"#).is_err());
+/// # Ok(())
+/// # }
+/// ```
+impl Serialize for Layout {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A preset name or the custom form, as [`Layout`]'s `FromStr` reads them.
+impl<'de> Deserialize<'de> for Layout {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Layout, D::Error> {
+        deserializer.deserialize_str(LayoutVisitor)
+    }
+}
+
+struct LayoutVisitor;
+
+impl Visitor<'_> for LayoutVisitor {
+    type Value = Layout;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a layout: a preset name or `epoch=<ms> [unit=<ms>] fields=...`")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Layout, E> {
+        v.parse()
+            .map_err(|e| E::custom(format_args!("invalid layout {v:?}: {e}")))
+    }
+}
+
+/// The string, in every format.
+///
+/// ```
+/// use flakeid::Id;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let short = Id::from_u64(175_928_847_299_117_063).to_base62();
+/// assert_eq!(serde_json::to_string(&short)?, r#""0Czks0tP37X""#);
+/// # Ok(())
+/// # }
+/// ```
+impl Serialize for IdString {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A struct of the ID (as [`Id`] writes itself), its time (RFC 3339, UTC)
+/// and Unix milliseconds, and its raw fields, the node fields by name: what
+/// `flakeid decode --json` prints.
+///
+/// ```
+/// use flakeid::{Id, Layout};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let layout = Layout::twitter();
+/// let decoded = layout.decode(Id::from_u64(1_541_815_603_606_036_480))?;
+/// let json = serde_json::to_value(&decoded)?;
+/// assert_eq!(json["id"], "1541815603606036480");
+/// assert_eq!(json["time"], "2022-06-28T16:07:40.105Z");
+/// assert_eq!(json["node_fields"]["worker"], 26);
+/// assert_eq!(json["sequence"], 0);
+/// # Ok(())
+/// # }
+/// ```
+impl Serialize for Decoded<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Decoded", 8)?;
+        s.serialize_field("id", &self.id())?;
+        s.serialize_field("time", &format_args!("{}", self.rfc3339()))?;
+        s.serialize_field("unix_ms", &self.unix_ms())?;
+        s.serialize_field("timestamp", &self.timestamp())?;
+        s.serialize_field("node_id", &self.node_id())?;
+        s.serialize_field("node_fields", &NodeFields(self))?;
+        s.serialize_field("sequence", &self.sequence())?;
+        s.serialize_field("clock_id", &self.clock_id())?;
+        s.end()
+    }
+}
+
+/// A decoded ID's node fields as a map from name to value.
+struct NodeFields<'a, 'b>(&'a Decoded<'b>);
+
+impl Serialize for NodeFields<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (name, value) in self.0.node_fields() {
+            map.serialize_entry(name, &value)?;
+        }
+        map.end()
     }
 }
 

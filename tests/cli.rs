@@ -115,7 +115,7 @@ fn decode_json_has_every_part_and_a_javascript_safe_id() {
     assert_eq!(json["time"], "2020-09-13T13:41:20.000Z");
     assert_eq!(json["clock_id"], expected.clock_id());
     assert_eq!(
-        json["fields"]["machine"],
+        json["node_fields"]["machine"],
         expected.field("machine").unwrap()
     );
     assert_eq!(json["sequence"], expected.sequence());
@@ -191,7 +191,7 @@ fn decode_reads_ids_from_standard_input_and_reports_each_bad_one() {
     let err = stderr(&out);
     assert!(err.contains("\"12a4\""), "{err}");
     assert!(err.contains("pass --format"), "{err}");
-    assert!(err.contains("(3 characters;"), "{err}");
+    assert!(err.contains("form of a 3-character string"), "{err}");
     assert!(err.contains("larger than 2^64 - 1"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
@@ -206,7 +206,7 @@ fn a_token_that_is_not_utf8_is_one_bad_id_among_good_ones() {
     assert_eq!(stdout(&out).lines().count(), 2, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("\"\u{fffd}\u{fffd}\": cannot tell its form (2 characters"),
+        err.contains("\"\u{fffd}\u{fffd}\": cannot tell the form of a 2-character string"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use crossbeam_utils::CachePadded;
 use flakeid::report::{self, cpu_model};
-use flakeid::{Generator, Id, IdFormat, IdGenerator, Layout, MonotonicClock, PublicIds};
+use flakeid::{
+    Generator, Id, IdFormat, IdGenerator, Layout, MonotonicClock, ParseAnyIdError, PublicIds,
+};
 
 #[derive(Parser)]
 #[command(
@@ -152,92 +154,27 @@ struct LayoutArg {
     node: Option<u64>,
 }
 
-/// Instagram's own epoch (2011-08-24), from its engineering blog.
-const INSTAGRAM_EPOCH_MS: u64 = 1_314_220_021_721;
-
+/// A layout spec (`Layout`'s `FromStr`: a preset name or
+/// `epoch=<ms> [unit=<ms>] fields=...`), optionally followed by `node=<id>`,
+/// so that a state file's `generator` line can be pasted as it is.
 fn parse_layout(s: &str) -> Result<LayoutArg, String> {
-    let preset = |layout: Layout| LayoutArg {
-        layout,
-        name: s.to_owned(),
-        node: None,
-    };
-    match s {
-        "twitter" => return Ok(preset(Layout::twitter())),
-        "discord" => return Ok(preset(Layout::discord())),
-        "sonyflake" => return Ok(preset(Layout::sonyflake())),
-        "js-safe" | "js_safe" => return Ok(preset(Layout::js_safe())),
-        "instagram" => {
-            return Layout::instagram(INSTAGRAM_EPOCH_MS)
-                .map(preset)
-                .map_err(|e| e.to_string());
+    let (nodes, rest): (Vec<&str>, Vec<&str>) = s
+        .split_whitespace()
+        .partition(|word| word.starts_with("node="));
+    let node = match nodes[..] {
+        [] => None,
+        [word] => {
+            let value = &word["node=".len()..];
+            Some(
+                value
+                    .parse::<u64>()
+                    .map_err(|e| format!("node={value:?} is not a number: {e}"))?,
+            )
         }
-        _ => {}
-    }
-    if let Some(epoch) = s.strip_prefix("instagram:") {
-        let epoch = epoch
-            .parse()
-            .map_err(|e| format!("instagram's epoch {epoch:?}: {e}"))?;
-        return Layout::instagram(epoch)
-            .map(preset)
-            .map_err(|e| e.to_string());
-    }
-    if !s.contains('=') {
-        return Err(format!(
-            "unknown layout {s:?}: presets are twitter, discord, instagram, sonyflake, js-safe"
-        ));
-    }
-    parse_custom_layout(s)
-}
-
-/// `epoch=<ms> [unit=<ms>] fields=<name>:<bits>,... [node=<id>]`.
-fn parse_custom_layout(s: &str) -> Result<LayoutArg, String> {
-    let number = |key: &str, v: &str| {
-        v.parse::<u64>()
-            .map_err(|e| format!("{key}={v:?} is not a number: {e}"))
+        _ => return Err("`node` is given twice".into()),
     };
-    let (mut epoch, mut unit, mut fields, mut node) = (None, None, None, None);
-    for part in s.split_whitespace() {
-        let (key, value) = part
-            .split_once('=')
-            .ok_or_else(|| format!("{part:?} is not key=value"))?;
-        let slot = match key {
-            "epoch" => &mut epoch,
-            "unit" => &mut unit,
-            "node" => &mut node,
-            "fields" => &mut fields,
-            _ => {
-                return Err(format!(
-                    "unknown key {key:?} (expected epoch, unit, fields, node)"
-                ));
-            }
-        };
-        // A second value would silently win: a typo, never an intent.
-        if slot.replace(value).is_some() {
-            return Err(format!("`{key}` is given twice"));
-        }
-    }
-    let epoch = number("epoch", epoch.ok_or("the layout needs epoch=<ms>")?)?;
-    let unit = unit.map_or(Ok(1), |v| number("unit", v))?;
-    let node = node.map(|v| number("node", v)).transpose()?;
-    let fields = fields.ok_or("the layout needs fields=timestamp:<bits>,...")?;
-    let mut builder = Layout::builder().epoch_ms(epoch).unit_ms(unit);
-    for (i, field) in fields.split(',').enumerate() {
-        let (name, bits) = field
-            .split_once(':')
-            .ok_or_else(|| format!("field {field:?} is not name:bits"))?;
-        let bits = bits
-            .parse::<u32>()
-            .map_err(|e| format!("field {name:?} has bits {bits:?}: {e}"))?;
-        builder = match (i, name) {
-            (0, "timestamp") => builder.timestamp_bits(bits),
-            (0, _) => return Err(format!("the first field must be timestamp, not {name:?}")),
-            (_, "timestamp") => return Err("timestamp must be the first field".into()),
-            (_, "sequence") => builder.sequence(bits),
-            (_, "clock_id") => builder.clock_id(bits),
-            (_, _) => builder.node(name.to_owned(), bits),
-        };
-    }
-    let layout = builder.build().map_err(|e| e.to_string())?;
+    let spec = rest.join(" ");
+    let layout = spec.parse::<Layout>().map_err(|e| e.to_string())?;
     Ok(LayoutArg {
         layout,
         name: s.to_owned(),
@@ -347,7 +284,8 @@ fn generate(args: GenArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads `s` in `format`, guessing the form for `Auto`; returns the form used.
+/// Reads `s` in `format`, guessing the form for `Auto` (`Id::parse_any`);
+/// returns the form used.
 fn parse_id(s: &str, format: DecodeFormat) -> Result<(Id, IdFormat), String> {
     let form = match format {
         DecodeFormat::Decimal => IdFormat::Decimal,
@@ -355,27 +293,10 @@ fn parse_id(s: &str, format: DecodeFormat) -> Result<(Id, IdFormat), String> {
         DecodeFormat::Base32 => IdFormat::Base32,
         DecodeFormat::Base62 => IdFormat::Base62,
         DecodeFormat::Auto => {
-            if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-                return Id::parse_hex(hex)
-                    .map(|id| (id, IdFormat::Hex))
-                    .map_err(|e| format!("not hex: {e}"));
-            }
-            let by_width = || {
-                IdFormat::ALL
-                    .into_iter()
-                    .find(|f| f.width() == Some(s.len()))
-            };
-            match by_width() {
-                _ if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => IdFormat::Decimal,
-                Some(form) => form,
-                None => {
-                    let length = s.chars().count();
-                    let plural = if length == 1 { "" } else { "s" };
-                    return Err(format!(
-                        "cannot tell its form ({length} character{plural}; hex has 16, base32 13, base62 11); pass --format"
-                    ));
-                }
-            }
+            return Id::parse_any(s).map_err(|e| match e {
+                ParseAnyIdError::NoFormFits { .. } => format!("{e}; pass --format"),
+                _ => e.to_string(),
+            });
         }
     };
     form.parse(s)
@@ -435,24 +356,12 @@ fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Resul
     };
     let decoded = args.layout.layout.decode(id).map_err(|e| e.to_string())?;
     if args.json {
-        let fields: serde_json::Map<String, serde_json::Value> = decoded
-            .node_fields()
-            .map(|(name, value)| (name.to_owned(), value.into()))
-            .collect();
-        let mut object = serde_json::json!({
-            "input": input,
-            "form": form.name(),
-            // A string, like flakeid's serde: JavaScript rounds numbers above 2^53.
-            "id": id.to_string(),
-            "time": decoded.rfc3339().to_string(),
-            "unix_ms": decoded.unix_ms(),
-            "timestamp": decoded.timestamp(),
-            "node_id": decoded.node_id(),
-            "fields": fields,
-            "sequence": decoded.sequence(),
-            "clock_id": decoded.clock_id(),
-            "layout": args.layout.name,
-        });
+        // The library's `Decoded` serialization (the id as a string: JavaScript
+        // rounds numbers above 2^53), and where it came from.
+        let mut object = serde_json::to_value(&decoded).map_err(|e| e.to_string())?;
+        object["input"] = input.into();
+        object["form"] = form.name().into();
+        object["layout"] = args.layout.name.clone().into();
         if public.is_some() {
             object["public_id"] = parsed.to_string().into();
         }
@@ -892,7 +801,8 @@ mod tests {
                 "epoch=0 colour=red fields=timestamp:41,sequence:1",
                 "unknown key",
             ),
-            ("instagram:soon", "instagram's epoch"),
+            ("instagram:soon", "instagram=\"soon\" is not a number"),
+            ("twitter node=x", "node=\"x\" is not a number"),
         ] {
             let err = parse_layout(bad).err().unwrap_or_default();
             assert!(err.contains(says), "{bad}: {err}");

@@ -43,17 +43,9 @@ pub(crate) struct SavedState {
 /// layout builder refuses any other name; `describes_exactly_one_layout`
 /// reads descriptions back).
 pub(crate) fn describe(layout: &Layout, node_id: u64) -> String {
-    let fields: Vec<String> = layout
-        .fields()
-        .iter()
-        .map(|f| format!("{}:{}", f.name(), f.bits()))
-        .collect();
-    format!(
-        "epoch={} unit={} fields={} node={node_id}",
-        layout.epoch_ms(),
-        layout.unit_ms(),
-        fields.join(",")
-    )
+    // The layout's `Display` is its spec (`epoch=… unit=… fields=…`), which
+    // `Layout`'s `FromStr` and the `flakeid` command line read back.
+    format!("{layout} node={node_id}")
 }
 
 impl SavedState {
@@ -268,6 +260,8 @@ mod tests {
             for node in [0, 5, layout.max_node_id()] {
                 let line = describe(&layout, node);
                 assert_eq!(read_back(&line), Some((layout.clone(), node)), "{line}");
+                let (spec, _) = line.rsplit_once(" node=").unwrap();
+                assert_eq!(spec.parse::<Layout>().as_ref(), Ok(&layout), "{line}");
             }
         }
         // Names that would have read back as other fields (`a:1,b` as
