@@ -155,6 +155,24 @@ fn gen_makes_unique_ordered_ids_for_the_node_in_the_format_asked() {
 }
 
 #[test]
+fn gen_without_a_node_says_it_uses_node_0() {
+    let out = flakeid(&["gen", "-n", "3"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("using node id 0"), "{}", stderr(&out));
+    for line in stdout(&out).lines() {
+        let id: Id = line.parse().unwrap();
+        assert_eq!(Layout::twitter().decode(id).unwrap().node_id(), 0);
+    }
+    // Named, or read from a state file's generator line: no warning.
+    let line = format!("{} node=37", Layout::twitter());
+    for args in [vec!["gen", "--node", "0"], vec!["gen", "--layout", &line]] {
+        let out = flakeid(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
+
+#[test]
 fn public_ids_from_gen_decode_back_with_the_key() {
     let out = flakeid(&["gen", "-n", "50", "--node", "9", "--public-key", KEY]);
     assert!(out.status.success(), "{}", stderr(&out));

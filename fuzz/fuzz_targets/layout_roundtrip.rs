@@ -3,7 +3,10 @@
 //! documented rule (field names included: any name of up to 35 Latin-1
 //! characters is tried), with an error that names a rule the input breaks
 //! (with the right field, widths and values); compose -> decode, decode ->
-//! compose, time <-> timestamp and Display -> FromStr round-trip exactly;
+//! compose, time <-> timestamp, an ID's Display -> FromStr and a layout's
+//! spec (Display -> FromStr) round-trip exactly; the input read as a layout
+//! spec never panics, and a spec that reads writes itself back to the same
+//! layout; a composed ID lies in its tick's `first_id_at..=last_id_at`;
 //! a decoded ID's `Display` shows its date and time (checked against an
 //! independent calendar) and every field.
 #![no_main]
@@ -107,6 +110,12 @@ fn wall_ms() -> u64 {
 }
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(layout) = text.parse::<Layout>()
+    {
+        let spec = layout.to_string();
+        assert_eq!(spec.parse::<Layout>().as_ref(), Ok(&layout), "{text:?} -> {spec}");
+    }
     let mut b = Bytes(data);
     let epoch_ms = b.u64() % 1_800_000_000_000;
     let unit_ms = match b.u8() {
@@ -174,6 +183,8 @@ fuzz_target!(|data: &[u8]| {
     };
     assert!(layout.total_bits() <= 64);
     assert_eq!(layout.total_bits(), fields.iter().map(|f| f.2).sum::<u32>());
+    let spec = layout.to_string();
+    assert_eq!(spec.parse::<Layout>().as_ref(), Ok(&layout), "{spec}");
     let parts = Parts {
         timestamp: b.u64(),
         node: b.u64(),
@@ -186,6 +197,10 @@ fuzz_target!(|data: &[u8]| {
             let decoded = layout.decode(id).expect("a composed id decodes");
             assert_eq!(decoded.parts(), parts);
             assert_eq!(id.to_string().parse::<Id>(), Ok(id));
+            let tick = decoded.system_time();
+            let (first, last) = (layout.first_id_at(tick), layout.last_id_at(tick));
+            assert!(first.as_ref().is_ok_and(|&f| f <= id), "{first:?} > {id:?}");
+            assert!(last.as_ref().is_ok_and(|&l| id <= l), "{last:?} < {id:?}");
             assert_eq!(layout.timestamp_at(decoded.unix_ms()), Ok(parts.timestamp));
             let node_fields: Vec<(String, u64)> = decoded
                 .node_fields()

@@ -57,6 +57,7 @@ struct GenArgs {
     #[arg(long, default_value = "twitter", value_parser = parse_layout, help = LAYOUT_HELP)]
     layout: LayoutArg,
     /// The node id: all node fields as one number, the first field highest.
+    /// Without it (or --node-field, or a layout's node=), 0, with a warning.
     #[arg(long, conflicts_with = "node_field")]
     node: Option<u64>,
     /// One node field, as NAME=VALUE (repeatable); fields not given are 0.
@@ -254,9 +255,19 @@ fn public_ids(key: [u8; 16], layout: &Layout) -> Result<PublicIds, Failure> {
 }
 
 fn generate(args: GenArgs) -> Result<ExitCode, Failure> {
-    let mut builder = Generator::builder(args.layout.layout.clone());
-    if let Some(node) = args.node.or(args.layout.node) {
-        builder = builder.node_id(node);
+    let layout = &args.layout.layout;
+    let mut builder = Generator::builder(layout.clone());
+    match args.node.or(args.layout.node) {
+        Some(node) => builder = builder.node_id(node),
+        None if args.node_field.is_empty() && layout.node_bits() > 0 => {
+            // Two machines that both leave it out issue the same IDs.
+            eprintln!(
+                "flakeid: no --node or --node-field given: using node id 0; \
+                 IDs from another generator on node 0 of this layout can repeat these"
+            );
+            builder = builder.node_id(0);
+        }
+        None => {}
     }
     for (name, value) in &args.node_field {
         builder = builder.node_field(name, *value);
