@@ -114,7 +114,11 @@ fuzz_target!(|data: &[u8]| {
         && let Ok(layout) = text.parse::<Layout>()
     {
         let spec = layout.to_string();
-        assert_eq!(spec.parse::<Layout>().as_ref(), Ok(&layout), "{text:?} -> {spec}");
+        assert_eq!(
+            spec.parse::<Layout>().as_ref(),
+            Ok(&layout),
+            "{text:?} -> {spec}"
+        );
     }
     let mut b = Bytes(data);
     let epoch_ms = b.u64() % 1_800_000_000_000;
