@@ -170,6 +170,18 @@ pub struct ManualClock {
 
 impl ManualClock {
     /// A clock that reads `unix_ms` until it is moved.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(Layout::twitter()).clock(clock).build()?;
+    /// let decoded = generator.layout().decode(generator.next_id())?;
+    /// assert_eq!(decoded.unix_ms(), 1_700_000_000_000);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(unix_ms: u64) -> ManualClock {
         ManualClock {
             ms: Arc::new(AtomicU64::new(unix_ms)),
@@ -177,11 +189,30 @@ impl ManualClock {
     }
 
     /// Sets the time.
+    ///
+    /// ```
+    /// use flakeid::{Clock, ManualClock};
+    ///
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// clock.set_ms(1_600_000_000_000); // backwards too
+    /// assert_eq!(clock.now_ms(), 1_600_000_000_000);
+    /// ```
     pub fn set_ms(&self, unix_ms: u64) {
         self.ms.store(unix_ms, Ordering::SeqCst);
     }
 
     /// Moves the time forward (saturating at `u64::MAX` ms).
+    ///
+    /// ```
+    /// use flakeid::{Clock, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new(1_000);
+    /// clock.advance(Duration::from_secs(2));
+    /// assert_eq!(clock.now_ms(), 3_000);
+    /// clock.advance(Duration::MAX);
+    /// assert_eq!(clock.now_ms(), u64::MAX);
+    /// ```
     pub fn advance(&self, by: Duration) {
         let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
         let _ = self
@@ -192,6 +223,17 @@ impl ManualClock {
     }
 
     /// Moves the time backwards (saturating at 0).
+    ///
+    /// ```
+    /// use flakeid::{Clock, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new(1_000);
+    /// clock.rewind(Duration::from_millis(400));
+    /// assert_eq!(clock.now_ms(), 600);
+    /// clock.rewind(Duration::from_secs(1));
+    /// assert_eq!(clock.now_ms(), 0);
+    /// ```
     pub fn rewind(&self, by: Duration) {
         let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
         let _ = self

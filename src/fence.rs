@@ -66,6 +66,10 @@ pub(crate) struct Fence {
     rotate_below: AtomicU64,
     /// ... and the node bits of the state that was behind.
     rotate_node: AtomicU64,
+    /// When the fence last closed (monotonic ns since `origin`; 0: never
+    /// opened): the keeper's close, or the deadline that passed. Read only by
+    /// [`Fence::closed_for`], for health reports.
+    closed_at: AtomicU64,
     /// Free node ids the keeper's claims passed over because their marks
     /// were too far ahead of its clock (each claim counts each it skipped).
     skipped: AtomicU64,
@@ -151,6 +155,7 @@ impl Fence {
             rotate_after: AtomicU64::new(0),
             rotate_below: AtomicU64::new(0),
             rotate_node: AtomicU64::new(0),
+            closed_at: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             keeper: OnceLock::new(),
             #[cfg(flakeid_loom)]
@@ -215,9 +220,27 @@ impl Fence {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) | Err(0) => true,
+                Ok(_) => {
+                    self.closed_at.store(until, Ordering::Relaxed);
+                    true
+                }
+                Err(0) => true,
                 Err(_) => false,
             }
+    }
+
+    /// How long the fence has been closed, `None` while the lease is proven
+    /// valid. Since the generator was built if no node id was claimed yet.
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    pub(crate) fn closed_for(&self) -> Option<std::time::Duration> {
+        if self.check().is_some() {
+            return None;
+        }
+        // `check` may have just closed it, recording when.
+        let closed_at = self.closed_at.load(Ordering::Relaxed);
+        Some(std::time::Duration::from_nanos(
+            self.now_ns().saturating_sub(closed_at),
+        ))
     }
 
     /// The ceiling of the current grant; read between [`check`](Fence::check)
@@ -330,6 +353,7 @@ impl Fence {
     /// Closes the fence: nothing more is issued until a fresh claim. A
     /// generator that finds the deadline passed closes it the same way.
     pub(crate) fn close(&self) {
+        self.closed_at.store(self.now_ns(), Ordering::Relaxed);
         // A swap, as in `open`.
         self.valid_until.swap(0, Ordering::Release);
     }

@@ -11,6 +11,13 @@ mod spec;
 pub use spec::ParseLayoutError;
 
 /// What a field of a [`Layout`] holds.
+///
+/// ```
+/// use flakeid::{FieldKind, Layout};
+///
+/// let kinds: Vec<FieldKind> = Layout::twitter().fields().iter().map(|f| f.kind()).collect();
+/// assert_eq!(kinds, [FieldKind::Timestamp, FieldKind::Node, FieldKind::Node, FieldKind::Sequence]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FieldKind {
@@ -45,26 +52,59 @@ pub struct Field {
 
 impl Field {
     /// The field's name: `timestamp`, `sequence`, `clock_id`, or a node field's own.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::discord();
+    /// let names: Vec<&str> = layout.fields().iter().map(|f| f.name()).collect();
+    /// assert_eq!(names, ["timestamp", "worker", "process", "sequence"]);
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// What the field holds.
+    ///
+    /// ```
+    /// use flakeid::{FieldKind, Layout};
+    ///
+    /// assert_eq!(Layout::twitter().fields()[0].kind(), FieldKind::Timestamp);
+    /// ```
     pub const fn kind(&self) -> FieldKind {
         self.kind
     }
 
     /// The field's width in bits.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().field("sequence").map(|f| f.bits()), Some(12));
+    /// ```
     pub const fn bits(&self) -> u32 {
         self.bits
     }
 
     /// The position of the field's lowest bit in the ID.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// // Twitter: 12 sequence bits, then 5 worker bits, then the datacenter.
+    /// assert_eq!(Layout::twitter().field("datacenter").map(|f| f.shift()), Some(17));
+    /// ```
     pub const fn shift(&self) -> u32 {
         self.shift
     }
 
     /// The largest value the field holds.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().field("sequence").map(|f| f.max()), Some(4_095));
+    /// ```
     pub const fn max(&self) -> u64 {
         mask(self.bits)
     }
@@ -349,11 +389,24 @@ impl Layout {
     }
 
     /// The epoch, in Unix milliseconds.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::discord().epoch_ms(), 1_420_070_400_000); // 2015-01-01
+    /// ```
     pub const fn epoch_ms(&self) -> u64 {
         self.epoch_ms
     }
 
     /// The time unit (one tick), in milliseconds.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::sonyflake().unit_ms(), 10);
+    /// assert_eq!(Layout::twitter().unit_ms(), 1);
+    /// ```
     pub const fn unit_ms(&self) -> u64 {
         self.unit_ms
     }
@@ -372,6 +425,14 @@ impl Layout {
     }
 
     /// The field with this name, if any.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::twitter();
+    /// assert_eq!(layout.field("worker").map(|f| f.bits()), Some(5));
+    /// assert!(layout.field("shard").is_none());
+    /// ```
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
@@ -393,42 +454,102 @@ impl Layout {
     }
 
     /// The timestamp width in bits.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().timestamp_bits(), 41);
+    /// ```
     pub fn timestamp_bits(&self) -> u32 {
         self.fields[0].bits
     }
 
     /// The sequence width in bits.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::sonyflake().sequence_bits(), 8);
+    /// ```
     pub fn sequence_bits(&self) -> u32 {
         self.sequence_field().bits
     }
 
     /// The clock-id width in bits, 0 if the layout has no clock-id field.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), flakeid::LayoutError> {
+    /// let multi = Layout::builder().epoch_ms(0).timestamp_bits(41).clock_id(3).node("worker", 8).sequence(12).build()?;
+    /// assert_eq!(multi.clock_id_bits(), 3);
+    /// assert_eq!(Layout::twitter().clock_id_bits(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clock_id_bits(&self) -> u32 {
         self.clock_id_field().map_or(0, |f| f.bits)
     }
 
     /// The bits of all node fields together.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().node_bits(), 10); // datacenter 5 + worker 5
+    /// ```
     pub const fn node_bits(&self) -> u32 {
         self.node_bits
     }
 
     /// The bits all fields take; the remaining high bits of an ID stay zero.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().total_bits(), 63); // the sign bit stays 0
+    /// assert_eq!(Layout::js_safe().total_bits(), 53);
+    /// ```
     pub const fn total_bits(&self) -> u32 {
         self.total_bits
     }
 
     /// How many sequence values one tick holds: IDs per tick per node.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().capacity_per_tick(), 4_096); // per ms per node
+    /// ```
     pub fn capacity_per_tick(&self) -> u64 {
         1 << self.sequence_bits()
     }
 
     /// The largest node id: all node fields read as one number, the first
     /// field highest (Twitter: `datacenter << 5 | worker`).
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().max_node_id(), 1_023);
+    /// assert_eq!(Layout::sonyflake().max_node_id(), 65_535);
+    /// ```
     pub const fn max_node_id(&self) -> u64 {
         mask(self.node_bits)
     }
 
     /// The largest clock id (0 without a clock-id field).
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), flakeid::LayoutError> {
+    /// let multi = Layout::builder().epoch_ms(0).timestamp_bits(41).clock_id(3).node("worker", 8).sequence(12).build()?;
+    /// assert_eq!(multi.max_clock_id(), 7);
+    /// assert_eq!(Layout::twitter().max_clock_id(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max_clock_id(&self) -> u64 {
         mask(self.clock_id_bits())
     }
@@ -446,6 +567,14 @@ impl Layout {
     }
 
     /// The last instant the timestamp field can encode.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use flakeid::Layout;
+    ///
+    /// let layout = Layout::twitter();
+    /// assert_eq!(layout.last_instant(), UNIX_EPOCH + Duration::from_millis(layout.last_ms()));
+    /// ```
     pub fn last_instant(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(self.last_ms())
     }
@@ -473,6 +602,13 @@ impl Layout {
     }
 
     /// The Unix millisecond at which a timestamp field value starts.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// let sonyflake = Layout::sonyflake(); // 10 ms ticks
+    /// assert_eq!(sonyflake.unix_ms(2), sonyflake.epoch_ms() + 20);
+    /// ```
     pub fn unix_ms(&self, timestamp: u64) -> u64 {
         // Cannot overflow for values within the field: the builder checked
         // that the whole range ends below u64::MAX.
@@ -807,21 +943,67 @@ pub struct Decoded<'a> {
 
 impl<'a> Decoded<'a> {
     /// The ID that was decoded.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// assert_eq!(decoded.id().to_u64(), 175_928_847_299_117_063);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn id(&self) -> Id {
         self.id
     }
 
     /// The raw parts, which [`Layout::compose`] turns back into the same ID.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout, Parts};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// let parts = decoded.parts();
+    /// assert_eq!(parts, Parts { timestamp: 41_944_705_796, node: 32, sequence: 7, clock_id: 0 });
+    /// assert_eq!(layout.compose(parts)?, decoded.id());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn parts(&self) -> Parts {
         self.parts
     }
 
     /// The timestamp field: ticks since the epoch.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// assert_eq!(decoded.timestamp(), 41_944_705_796); // ms since 2015
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn timestamp(&self) -> u64 {
         self.parts.timestamp
     }
 
     /// When the ID's tick started, in Unix milliseconds.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// assert_eq!(decoded.unix_ms(), layout.epoch_ms() + 41_944_705_796);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unix_ms(&self) -> u64 {
         self.layout.unix_ms(self.parts.timestamp)
     }
@@ -861,27 +1043,85 @@ impl<'a> Decoded<'a> {
     }
 
     /// The node id (all node fields as one number).
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// assert_eq!(decoded.node_id(), 1 << 5); // worker 1, process 0
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn node_id(&self) -> u64 {
         self.parts.node
     }
 
     /// A field's value by name (`timestamp`, `sequence`, `clock_id` or a node
     /// field), or `None` if the layout has no such field.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// assert_eq!(decoded.field("worker"), Some(1));
+    /// assert_eq!(decoded.field("sequence"), Some(7));
+    /// assert_eq!(decoded.field("shard"), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn field(&self, name: &str) -> Option<u64> {
         self.layout.field(name).map(|f| f.get(self.id.to_u64()))
     }
 
     /// The node fields with their values, from the highest.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// let fields: Vec<(&str, u64)> = decoded.node_fields().collect();
+    /// assert_eq!(fields, [("worker", 1), ("process", 0)]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node_fields(&self) -> impl Iterator<Item = (&'a str, u64)> {
         self.layout.node_fields_of(self.parts.node)
     }
 
     /// The sequence within the tick.
+    ///
+    /// ```
+    /// use flakeid::{Id, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::discord();
+    /// let decoded = layout.decode(Id::from_u64(175_928_847_299_117_063))?;
+    /// assert_eq!(decoded.sequence(), 7);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn sequence(&self) -> u64 {
         self.parts.sequence
     }
 
     /// The clock id (0 without a clock-id field).
+    ///
+    /// ```
+    /// use flakeid::{Layout, Parts};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(41).clock_id(3).node("worker", 8).sequence(12).build()?;
+    /// let id = layout.compose(Parts { timestamp: 9, node: 4, sequence: 0, clock_id: 5 })?;
+    /// assert_eq!(layout.decode(id)?.clock_id(), 5);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn clock_id(&self) -> u64 {
         self.parts.clock_id
     }
@@ -908,6 +1148,24 @@ impl fmt::Display for Decoded<'_> {
 }
 
 /// Builds a custom [`Layout`]; see [`Layout::builder`].
+///
+/// ```
+/// use flakeid::Layout;
+///
+/// # fn main() -> Result<(), flakeid::LayoutError> {
+/// // 40 bits of 10 ms ticks (348 years), 256 shards, 16 IDs per tick per shard.
+/// let layout = Layout::builder()
+///     .epoch_ms(1_700_000_000_000)
+///     .unit_ms(10)
+///     .timestamp_bits(40)
+///     .node("shard", 8)
+///     .sequence(4)
+///     .build()?;
+/// assert_eq!(layout.total_bits(), 52);
+/// assert_eq!(layout.to_string(), "epoch=1700000000000 unit=10 fields=timestamp:40,shard:8,sequence:4");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct LayoutBuilder {
@@ -931,12 +1189,36 @@ impl Default for LayoutBuilder {
 impl LayoutBuilder {
     /// The epoch (timestamp 0), in Unix milliseconds. Required; must not be in
     /// the future.
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// # fn main() -> Result<(), LayoutError> {
+    /// let layout = Layout::builder().epoch_ms(1_700_000_000_000).timestamp_bits(41).sequence(12).build()?;
+    /// assert_eq!(layout.epoch_ms(), 1_700_000_000_000);
+    /// let err = Layout::builder().timestamp_bits(41).sequence(12).build().unwrap_err();
+    /// assert_eq!(err, LayoutError::Missing { what: "epoch" });
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn epoch_ms(mut self, epoch_ms: u64) -> Self {
         self.epoch_ms = Some(epoch_ms);
         self
     }
 
     /// The epoch as a `SystemTime` (a time before 1970 counts as 1970).
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), flakeid::LayoutError> {
+    /// let epoch = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// let layout = Layout::builder().epoch(epoch).timestamp_bits(41).sequence(12).build()?;
+    /// assert_eq!(layout.epoch_ms(), 1_700_000_000_000);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn epoch(self, epoch: SystemTime) -> Self {
         let ms = epoch
             .duration_since(UNIX_EPOCH)
@@ -945,12 +1227,36 @@ impl LayoutBuilder {
     }
 
     /// The time unit in whole milliseconds (default 1; Sonyflake uses 10).
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::builder().epoch_ms(0).unit_ms(10).timestamp_bits(39).sequence(8).build()?;
+    /// assert_eq!(layout.timestamp_at(25)?, 2); // the third 10 ms tick
+    /// let zero = Layout::builder().epoch_ms(0).unit_ms(0).timestamp_bits(39).sequence(8).build();
+    /// assert_eq!(zero, Err(LayoutError::ZeroUnit));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unit_ms(mut self, unit_ms: u64) -> Self {
         self.unit_ms = unit_ms;
         self
     }
 
     /// The timestamp width in bits. Required.
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// # fn main() -> Result<(), LayoutError> {
+    /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(41).sequence(12).build()?;
+    /// assert_eq!(layout.timestamp_bits(), 41);
+    /// let none = Layout::builder().epoch_ms(0).sequence(12).build();
+    /// assert_eq!(none, Err(LayoutError::Missing { what: "timestamp" }));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn timestamp_bits(mut self, bits: u32) -> Self {
         self.timestamp_bits = Some(bits);
         self
@@ -963,12 +1269,41 @@ impl LayoutBuilder {
     /// or `-`, and not `timestamp`, `sequence` or `clock_id`: a state file
     /// records the layout as text, and these rules keep two different layouts
     /// from reading the same there. [`build`](LayoutBuilder::build) checks them.
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::builder()
+    ///     .epoch_ms(0)
+    ///     .timestamp_bits(41)
+    ///     .node("region", 3)
+    ///     .node("host", 7)
+    ///     .sequence(12)
+    ///     .build()?;
+    /// assert_eq!(layout.node_id_from_fields([("region", 2), ("host", 9)])?, 2 << 7 | 9);
+    /// let bad = Layout::builder().epoch_ms(0).timestamp_bits(41).node("rack.1", 3).sequence(12).build();
+    /// assert!(matches!(bad, Err(LayoutError::BadNameCharacter { character: '.', .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node(mut self, name: impl Into<Cow<'static, str>>, bits: u32) -> Self {
         self.fields.push((name.into(), FieldKind::Node, bits));
         self
     }
 
     /// Adds the sequence field below the fields added before it. Required.
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// # fn main() -> Result<(), LayoutError> {
+    /// // Sonyflake's order: the sequence above the node field.
+    /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(39).sequence(8).node("machine", 16).build()?;
+    /// assert_eq!(layout.field("sequence").map(|f| f.shift()), Some(16));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sequence(mut self, bits: u32) -> Self {
         self.fields
             .push((Cow::Borrowed("sequence"), FieldKind::Sequence, bits));
@@ -976,6 +1311,16 @@ impl LayoutBuilder {
     }
 
     /// Adds a clock-id field below the fields added before it.
+    ///
+    /// ```
+    /// use flakeid::Layout;
+    ///
+    /// # fn main() -> Result<(), flakeid::LayoutError> {
+    /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(41).clock_id(2).node("worker", 8).sequence(12).build()?;
+    /// assert_eq!(layout.max_clock_id(), 3); // clock ids 0 to 3
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clock_id(mut self, bits: u32) -> Self {
         self.fields
             .push((Cow::Borrowed("clock_id"), FieldKind::ClockId, bits));
@@ -990,6 +1335,13 @@ impl LayoutBuilder {
     /// or sequence; a zero width; a duplicate, empty, too long or reserved
     /// name, or one with a character not allowed; more than 64 bits;
     /// a zero time unit; an epoch in the future; a timestamp range past u64 ms.
+    ///
+    /// ```
+    /// use flakeid::{Layout, LayoutError};
+    ///
+    /// let err = Layout::builder().epoch_ms(0).timestamp_bits(41).node("worker", 30).sequence(12).build();
+    /// assert_eq!(err, Err(LayoutError::TooWide { bits: 83 }));
+    /// ```
     pub fn build(self) -> Result<Layout, LayoutError> {
         let layout = self.validate()?;
         let now_ms = SystemTime::now()

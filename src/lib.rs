@@ -424,6 +424,13 @@
 //!   `Builder::lease`). Building it needs `protoc` (Debian:
 //!   `protobuf-compiler`) for etcd-client's gRPC code.
 //! - `redis`: node ids leased from Redis, with fencing (`Lease::redis`).
+//! - `postgres-types`: `ToSql` and `FromSql` for [`Id`] as a `BIGINT`, for
+//!   rust-postgres and tokio-postgres; an ID above `i64::MAX` is an error, not
+//!   a negative number (adds `postgres-types` and `bytes`; see the `sql` module).
+//! - `sqlx`: sqlx's `Type`, `Encode` and `Decode` for [`Id`] on every database
+//!   whose `i64` has them (PostgreSQL, MySQL, SQLite), checked the same way
+//!   (adds `sqlx` without default features: sqlx-core, no driver; sqlx 0.9
+//!   needs Rust 1.94).
 //!
 //! Static node ids from an environment variable or a StatefulSet ordinal
 //! ([`node_id`]) need no feature.
@@ -455,10 +462,13 @@ mod rfc3339;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod serde;
+#[cfg(any(feature = "postgres-types", feature = "sqlx"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "postgres-types", feature = "sqlx"))))]
+pub mod sql;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use generator::{
-    BuildError, Builder, GenerateError, Generator, IdBatch, IdGenerator, MutexGenerator,
+    BuildError, Builder, GenerateError, Generator, Health, IdBatch, IdGenerator, MutexGenerator,
     OnClockBehind, OnExhausted, Stats,
 };
 pub use id::{ConvertIdError, Id, ParseIdError};

@@ -1,6 +1,5 @@
-//! serde support (feature `serde`): [`Id`] both ways, [`Layout`](crate::Layout)
-//! both ways as its spec string, [`IdString`](crate::IdString) and
-//! [`Decoded`](crate::Decoded) written.
+//! serde support (feature `serde`): [`Id`] both ways, [`Layout`] both ways as
+//! its spec string, [`IdString`] and [`Decoded`] written.
 //!
 //! | format kind | `Id` is written as | `Id` is read from |
 //! |---|---|---|

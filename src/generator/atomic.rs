@@ -1,6 +1,7 @@
 //! The lock-free generator: one padded `AtomicU64`, advanced by compare-and-swap.
 
 use super::core::{AtomicCell, Core};
+use super::health::Health;
 use super::stats::Stats;
 use super::{Builder, Components, IdBatch, IdGenerator};
 use crate::GenerateError;
@@ -197,6 +198,21 @@ impl<C: Clock> Generator<C> {
     /// # Errors
     ///
     /// As [`try_next_id`](Generator::try_next_id).
+    ///
+    /// ```
+    /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnExhausted};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .on_exhausted(OnExhausted::Error)
+    ///     .build()?;
+    /// assert_eq!(generator.try_next_ids(5_000)?.len(), 4_096); // the rest of the tick
+    /// let next = generator.try_next_ids(1);
+    /// assert!(matches!(next, Err(GenerateError::SequenceExhausted { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     pub fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
         IdGenerator::try_next_ids(self, n)
@@ -207,12 +223,43 @@ impl<C: Clock> Generator<C> {
     /// # Errors
     ///
     /// As [`poll_id`](Generator::poll_id).
+    ///
+    /// ```
+    /// use flakeid::{GenerateError, Generator, Layout, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(Layout::twitter()).clock(clock.clone()).build()?;
+    /// assert_eq!(generator.poll_ids(4_096)?.len(), 4_096);
+    /// // The tick is used up: `next_ids` would wait for the next one.
+    /// let next = generator.poll_ids(10);
+    /// assert!(matches!(next, Err(GenerateError::SequenceExhausted { .. })));
+    /// clock.advance(Duration::from_millis(1));
+    /// assert_eq!(generator.poll_ids(10)?.len(), 10);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     pub fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
         IdGenerator::poll_ids(self, n)
     }
 
     /// The layout this generator makes IDs for.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::sonyflake())
+    ///     .node_id(5)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// let decoded = generator.layout().decode(generator.next_id())?;
+    /// assert_eq!((decoded.field("machine"), decoded.unix_ms()), (Some(5), 1_700_000_000_000));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn layout(&self) -> &Layout {
         self.core.layout()
     }
@@ -248,11 +295,41 @@ impl<C: Clock> Generator<C> {
 
     /// The node id in the IDs (all node fields as one number): the
     /// configured one, or the one a lease holds now.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_field("datacenter", 1)
+    ///     .node_field("worker", 2)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// assert_eq!(generator.node_id(), 1 << 5 | 2);
+    /// assert_eq!(generator.layout().decode(generator.next_id())?.node_id(), generator.node_id());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node_id(&self) -> u64 {
         self.core.node_id()
     }
 
     /// The clock the generator reads.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// generator.clock().advance(Duration::from_millis(5));
+    /// let decoded = generator.layout().decode(generator.next_id())?;
+    /// assert_eq!(decoded.unix_ms(), 1_700_000_000_005);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clock(&self) -> &C {
         self.core.clock()
     }
@@ -279,8 +356,50 @@ impl<C: Clock> Generator<C> {
     }
 
     /// The counters, if the builder turned them on.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(clock.clone())
+    ///     .counters(true)
+    ///     .build()?;
+    /// generator.next_id();
+    /// clock.rewind(Duration::from_secs(1));
+    /// generator.next_id(); // `OnClockBehind::Continue`: on the last timestamp
+    /// let stats = generator.stats().ok_or("counters are off")?;
+    /// assert_eq!((stats.issued, stats.clock_behind), (2, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> Option<Stats> {
         self.core.stats()
+    }
+
+    /// Whether the generator can issue IDs now: for a readiness probe. See
+    /// [`Health`] for what each state means for `try_next_id` and `next_id`.
+    /// Reads the clock, and the lease's and the reservation's state; issues
+    /// nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flakeid::{Generator, Health, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::builder().epoch_ms(1_700_000_000_000).timestamp_bits(10).sequence(12).build()?;
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(layout).clock(clock.clone()).build()?;
+    /// assert_eq!(generator.health(), Health::Issuing);
+    /// clock.advance(Duration::from_secs(2)); // 10 bits of ms end after 1.024 s
+    /// assert_eq!(generator.health(), Health::Expired { last_ms: 1_700_000_001_023 });
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn health(&self) -> Health {
+        self.core.health()
     }
 }
 

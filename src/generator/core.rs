@@ -13,6 +13,7 @@ use std::fmt;
 use crossbeam_utils::CachePadded;
 
 use super::Components;
+use super::health::Health;
 use super::plan::{Gate, Plan, Stall, Step};
 use super::stats::{Counters, Stats};
 use super::wait::Reserve;
@@ -248,6 +249,25 @@ impl<S: StateCell, C> Core<S, C> {
             .layout
             .decode(id)
             .map_or(self.plan.node_id, |d| d.node_id())
+    }
+
+    /// What the generator can do now; see [`Health`].
+    pub(crate) fn health(&self) -> Health
+    where
+        C: Clock,
+    {
+        let last_ms = self.plan.layout.last_ms();
+        if self.clock.now_ms() > last_ms {
+            return Health::Expired { last_ms };
+        }
+        #[cfg(any(feature = "etcd", feature = "redis"))]
+        if let Some(closed_for) = self.plan.fence().and_then(crate::fence::Fence::closed_for) {
+            return Health::Fenced { closed_for };
+        }
+        match self.plan.reservation().and_then(|r| r.failure()) {
+            Some(error) => Health::StorageFailing(error),
+            None => Health::Issuing,
+        }
     }
 
     #[cfg(any(feature = "etcd", feature = "redis"))]

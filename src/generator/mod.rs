@@ -3,6 +3,7 @@
 mod atomic;
 mod core;
 mod error;
+mod health;
 mod mutex;
 mod plan;
 mod policy;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 pub use atomic::Generator;
 pub use error::{BuildError, GenerateError};
+pub use health::Health;
 pub use mutex::MutexGenerator;
 pub use policy::{OnClockBehind, OnExhausted};
 pub use stats::Stats;
@@ -225,6 +227,21 @@ impl IdBatch {
 
     /// The first ID the batch yields (meaningless for an empty batch, which
     /// only `n = 0` produces).
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// let mut batch = generator.next_ids(3);
+    /// let first = batch.first_id();
+    /// assert_eq!(generator.layout().decode(first)?.sequence(), 0); // the tick's first ID
+    /// assert_eq!(batch.next(), Some(first));
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     pub fn first_id(&self) -> Id {
         Id::from_u64(self.next)
@@ -324,6 +341,19 @@ pub(crate) struct Components<C> {
 
 impl Builder {
     /// A builder for `layout` with the defaults listed above.
+    ///
+    /// ```
+    /// use flakeid::{Builder, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Builder::new(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// assert_eq!(generator.node_id(), 0);
+    /// assert_eq!(generator.stats(), None); // counters off
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(layout: Layout) -> Builder {
         Builder {
             layout,
@@ -346,6 +376,22 @@ impl Builder {
 impl<C: Clock> Builder<C> {
     /// The node id: all node fields as one number, the first field highest
     /// (see [`Layout::max_node_id`]). Replaces earlier `node_field` calls.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(37)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// let decoded = generator.layout().decode(generator.next_id())?;
+    /// assert_eq!((decoded.field("datacenter"), decoded.field("worker")), (Some(1), Some(5)));
+    /// let too_big = Generator::builder(Layout::twitter()).node_id(1_024).build();
+    /// assert!(matches!(too_big, Err(BuildError::Field(_))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node_id(mut self, node: u64) -> Self {
         self.node = NodeSpec::Id(node);
         self
@@ -353,6 +399,21 @@ impl<C: Clock> Builder<C> {
 
     /// Sets one named node field; fields not set are 0. Replaces an earlier
     /// `node_id`.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::discord())
+    ///     .node_field("process", 2)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// assert_eq!(generator.node_id(), 2); // worker 0, process 2
+    /// let unknown = Generator::builder(Layout::discord()).node_field("datacenter", 1).build();
+    /// assert!(matches!(unknown, Err(BuildError::Field(_))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node_field(mut self, name: &str, value: u64) -> Self {
         match &mut self.node {
             NodeSpec::Fields(fields) => fields.push((name.to_owned(), value)),
@@ -362,6 +423,19 @@ impl<C: Clock> Builder<C> {
     }
 
     /// The clock to read instead of a new [`MonotonicClock`].
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(Layout::twitter()).clock(clock.clone()).build()?;
+    /// clock.set_ms(1_700_000_060_000); // clones share one time
+    /// let decoded = generator.layout().decode(generator.next_id())?;
+    /// assert_eq!(decoded.unix_ms(), 1_700_000_060_000);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
         Builder {
             layout: self.layout,
@@ -381,12 +455,46 @@ impl<C: Clock> Builder<C> {
     }
 
     /// What to do when a tick's sequence is used up.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock, OnExhausted};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .on_exhausted(OnExhausted::Borrow { max_ahead: Duration::from_millis(10) })
+    ///     .build()?;
+    /// // 5,000 IDs in a millisecond that holds 4,096: the rest borrow the next one.
+    /// let last = (0..5_000).map(|_| generator.next_id()).last().ok_or("no ID")?;
+    /// assert_eq!(generator.layout().decode(last)?.unix_ms(), 1_700_000_000_001);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_exhausted(mut self, policy: OnExhausted) -> Self {
         self.on_exhausted = policy;
         self
     }
 
     /// What to do when the clock reads behind the last timestamp.
+    ///
+    /// ```
+    /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnClockBehind};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(clock.clone())
+    ///     .on_clock_behind(OnClockBehind::Wait { max: Duration::from_millis(5) })
+    ///     .build()?;
+    /// generator.try_next_id()?;
+    /// clock.rewind(Duration::from_secs(1)); // further back than waiting can help: at once
+    /// let behind = Err(GenerateError::ClockBehind { behind: Duration::from_secs(1) });
+    /// assert_eq!(generator.try_next_id(), behind);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_clock_behind(mut self, policy: OnClockBehind) -> Self {
         self.on_behind = policy;
         self
@@ -396,6 +504,21 @@ impl<C: Clock> Builder<C> {
     /// instead of 0, so that at low traffic IDs are not all even (which skews
     /// `id % shards`) and do not reveal how many were made. A tick then holds
     /// at least `capacity - bound + 1` IDs.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .random_start(1_024)
+    ///     .build()?;
+    /// assert!(generator.layout().decode(generator.next_id())?.sequence() < 1_024);
+    /// let out_of_range = Generator::builder(Layout::twitter()).random_start(5_000).build();
+    /// assert!(matches!(out_of_range, Err(BuildError::RandomStartOutOfRange { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn random_start(mut self, bound: u64) -> Self {
         self.random_start = Some(bound);
         self
@@ -403,6 +526,20 @@ impl<C: Clock> Builder<C> {
 
     /// The seed of the random sequence start (default: a random seed), so two
     /// generators can be made to behave identically in tests.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .random_start(4_000)
+    ///     .seed(42);
+    /// let (a, b) = (builder.clone().build()?, builder.build()?);
+    /// assert_eq!(a.next_id(), b.next_id());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
@@ -410,6 +547,24 @@ impl<C: Clock> Builder<C> {
 
     /// The clock id to start with, for layouts with a clock-id field (the
     /// multi-clock scheme persists it and bumps it at every restart).
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let layout = Layout::builder()
+    ///     .epoch_ms(1_600_000_000_000)
+    ///     .timestamp_bits(41)
+    ///     .clock_id(2)
+    ///     .node("worker", 8)
+    ///     .sequence(12)
+    ///     .build()?;
+    /// let builder = Generator::builder(layout).clock(ManualClock::new(1_700_000_000_000));
+    /// let generator = builder.clock_id(3).build()?;
+    /// assert_eq!(generator.layout().decode(generator.next_id())?.clock_id(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clock_id(mut self, clock_id: u64) -> Self {
         self.clock_id = clock_id;
         self
@@ -417,6 +572,20 @@ impl<C: Clock> Builder<C> {
 
     /// Turns the [`Stats`] counters on. Off by default: counting issued IDs is
     /// a shared write on the hot path.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .counters(true)
+    ///     .build()?;
+    /// let ids: Vec<_> = generator.next_ids(100).collect();
+    /// assert_eq!(generator.stats().map(|s| s.issued), Some(ids.len() as u64));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn counters(mut self, on: bool) -> Self {
         self.counters = on;
         self
@@ -430,6 +599,30 @@ impl<C: Clock> Builder<C> {
     /// Building then opens and checks the saved state and saves the first
     /// reservation, so a store that cannot be read or written fails the build,
     /// before any ID is issued.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock, Persist};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-builder-persist-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let path = dir.join("node-0.state");
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let builder = Generator::builder(Layout::twitter()).clock(clock.clone());
+    /// let generator = builder.clone().persist(Persist::file(&path)).build()?;
+    /// let last = generator.next_id();
+    /// drop(generator); // saves the exact last timestamp
+    /// clock.rewind(Duration::from_secs(60)); // set back while the process was down
+    /// let generator = builder.persist(Persist::file(&path)).build()?;
+    /// assert!(generator.poll_id().is_err()); // nothing until the clock passes the mark
+    /// clock.advance(Duration::from_secs(61));
+    /// assert!(generator.next_id() > last);
+    /// # drop(generator);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn persist(mut self, persist: Persist) -> Self {
         self.persist = Some(persist);
         self
@@ -485,6 +678,22 @@ impl<C: Clock> Builder<C> {
     /// shorter than one tick, the random start bound is out of range, (with
     /// [`persist`](Builder::persist)) the saved state cannot be used, or
     /// (with a lease) no node id can be leased.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock, OnExhausted};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(9)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// assert_eq!(generator.layout().decode(generator.next_id())?.node_id(), 9);
+    /// // Twitter's layout has no clock-id field to move to.
+    /// let next_clock = Generator::builder(Layout::twitter()).on_exhausted(OnExhausted::NextClock);
+    /// assert!(matches!(next_clock.build(), Err(BuildError::NeedsClockIdField { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(self) -> Result<Generator<C>, BuildError> {
         Ok(Generator::from_parts(self.into_parts()?))
     }
@@ -494,6 +703,21 @@ impl<C: Clock> Builder<C> {
     /// # Errors
     ///
     /// As [`build`](Builder::build).
+    ///
+    /// ```
+    /// use flakeid::{Generator, IdGenerator, Layout, ManualClock};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(9)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .build_mutex()?;
+    /// let (a, b) = (generator.next_id(), generator.next_id());
+    /// assert!(a < b);
+    /// assert_eq!(generator.layout().decode(b)?.node_id(), 9);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build_mutex(self) -> Result<MutexGenerator<C>, BuildError> {
         Ok(MutexGenerator::from_parts(self.into_parts()?))
     }

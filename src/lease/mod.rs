@@ -358,6 +358,14 @@ impl Lease {
     /// its election timeout, 2 s by default); the fence keeps to the TTL you
     /// set, the shorter. A server that grants a shorter TTL than asked is
     /// refused ([`LeaseError::BadReply`]).
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    ///
+    /// let lease = Lease::etcd(["http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"]);
+    /// // Errors and `Debug` name the cluster by its endpoints.
+    /// assert!(format!("{lease:?}").contains("etcd http://etcd-0.etcd:2379,http://etcd-1.etcd:2379"));
+    /// ```
     #[cfg(feature = "etcd")]
     #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
     pub fn etcd<I, E>(endpoints: I) -> Lease
@@ -376,6 +384,14 @@ impl Lease {
     /// Cluster (the claim scans keys in one script). For the marks to survive
     /// a crash of Redis itself, run it with `appendonly yes` and
     /// `appendfsync always` (see [Restart safety](self#how-a-lease-works)).
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    ///
+    /// let lease = Lease::redis("redis://:s3cret@redis:6379/0");
+    /// // Errors and `Debug` name the server without its password.
+    /// assert!(format!("{lease:?}").contains("redis redis://:***@redis:6379/0"));
+    /// ```
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis(url: impl Into<String>) -> Lease {
@@ -403,6 +419,26 @@ impl Lease {
 
     /// The key prefix, one per application and layout (default `flakeid`).
     /// Generators that share a prefix share the node ids under it.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let orders = lease.clone().prefix("orders/ids"); // one per application and layout
+    /// # let _ = orders;
+    /// let err = Generator::builder(Layout::twitter())
+    ///     .lease(lease.prefix(""))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// assert!(err.to_string().contains("prefix"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -412,6 +448,28 @@ impl Lease {
     /// keeper renews every third of it. A crashed holder's node id is free
     /// again after one TTL; a holder cut off from the store stops issuing
     /// after the TTL less the safety margin.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// // A crashed holder's node id is free again after 30 s.
+    /// let slow = lease.clone().ttl(Duration::from_secs(30));
+    /// # let _ = slow;
+    /// let err = Generator::builder(Layout::twitter())
+    ///     .lease(lease.ttl(Duration::from_millis(50)))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// assert!(err.to_string().contains("TTL"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
@@ -423,6 +481,29 @@ impl Lease {
     /// clock jumping forward (Redis expires keys by its wall clock); the
     /// [module docs](self#how-a-lease-works) state the assumptions. It must be more than 0 and less than the
     /// TTL (building fails with [`LeaseError::Config`] otherwise).
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let lease = lease.ttl(Duration::from_secs(10));
+    /// // Cut off from the store, stop issuing 7 s after the last renewal was sent.
+    /// let tight = lease.clone().safety_margin(Duration::from_secs(3));
+    /// # let _ = tight;
+    /// let err = Generator::builder(Layout::twitter())
+    ///     .lease(lease.safety_margin(Duration::from_secs(10)))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// assert!(err.to_string().contains("safety margin"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn safety_margin(mut self, margin: Duration) -> Self {
         self.safety_margin = Some(margin);
         self
@@ -430,6 +511,27 @@ impl Lease {
 
     /// How long building may try to reach the server and claim a node id
     /// before it fails with [`LeaseError::Unreachable`] (default 5 s).
+    ///
+    /// ```no_run
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let lease = lease.connect_timeout(Duration::from_secs(1));
+    /// match Generator::builder(Layout::twitter()).lease(lease).build() {
+    ///     Ok(generator) => println!("node {}", generator.node_id()),
+    ///     Err(BuildError::Lease(LeaseError::Unreachable { server, .. })) => {
+    ///         eprintln!("{server} did not answer within 1 s");
+    ///     }
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -438,6 +540,27 @@ impl Lease {
     /// The node ids to lease from (default: all the layout has, from 0 to
     /// [`Layout::max_node_id`]), for example to give two datacenters disjoint
     /// ranges under one prefix.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let east = lease.clone().node_ids(0..=511); // two datacenters, one prefix
+    /// let west = lease.clone().node_ids(512..=1_023);
+    /// # let _ = (east, west);
+    /// let err = Generator::builder(Layout::twitter())
+    ///     .lease(lease.node_ids(512..=1_024))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// assert!(err.to_string().contains("0..=1023"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node_ids(mut self, range: RangeInclusive<u64>) -> Self {
         self.node_ids = Some(range);
         self
@@ -450,6 +573,28 @@ impl Lease {
     /// (the timestamp goes back under the new node id; IDs stay unique).
     /// Without it (the default) the generator's
     /// [`OnClockBehind`](crate::OnClockBehind) policy alone decides.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let rotating = lease.clone().rotate_after_rollback(Duration::from_secs(5));
+    /// # let _ = rotating;
+    /// // Less than one tick (Sonyflake's is 10 ms) is refused.
+    /// let err = Generator::builder(Layout::sonyflake())
+    ///     .lease(lease.rotate_after_rollback(Duration::from_millis(5)))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// assert!(err.to_string().contains("rotation"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rotate_after_rollback(mut self, threshold: Duration) -> Self {
         self.rotate_after = Some(threshold);
         self

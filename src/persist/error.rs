@@ -142,6 +142,20 @@ pub struct SharedIoError(std::sync::Arc<std::io::Error>);
 
 impl SharedIoError {
     /// The I/O error.
+    ///
+    /// ```
+    /// use flakeid::{FileStore, StateError};
+    /// use std::io;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let missing = std::env::temp_dir().join(format!("flakeid-doc-missing-{}", std::process::id()));
+    /// let Err(StateError::Io { error, .. }) = FileStore::open(missing.join("node.state")) else {
+    ///     return Err("expected an I/O error".into());
+    /// };
+    /// assert_eq!(error.get().kind(), io::ErrorKind::NotFound); // no such directory
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self) -> &std::io::Error {
         &self.0
     }

@@ -143,6 +143,21 @@ impl FileStore {
     /// up to 250 ms for a lock that is being released);
     /// [`StateError::Io`] if the lock file cannot be created (a missing or
     /// unwritable directory).
+    ///
+    /// ```
+    /// use flakeid::{FileStore, StateError, StateStore};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = std::env::temp_dir().join(format!("flakeid-doc-file-open-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut store = FileStore::open(dir.join("node-1.state"))?; // the file need not exist
+    /// assert_eq!(store.load()?, None);
+    /// assert!(matches!(FileStore::open(&dir), Err(StateError::NotAFile { .. })));
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<FileStore, StateError> {
         let path = path.as_ref().to_path_buf();
         // Checked before anything is created: an empty path would put
@@ -194,6 +209,23 @@ impl FileStore {
     }
 
     /// The state file's path.
+    ///
+    /// ```
+    /// use flakeid::{FileStore, StateStore};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-file-path-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("node-1.state");
+    /// let mut store = FileStore::open(&path)?;
+    /// assert_eq!(store.path(), path);
+    /// store.save(b"state")?;
+    /// assert_eq!(std::fs::read(store.path())?, b"state");
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -205,6 +205,35 @@ pub trait StateStore: Send + 'static {
 }
 
 /// How a restarted generator picks its clock id.
+///
+/// ```
+/// use flakeid::{Generator, Layout, ManualClock, Persist, RestartRule};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = std::env::temp_dir().join(format!("flakeid-doc-restart-rule-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let path = dir.join("node-0.state");
+/// # let layout = Layout::builder()
+/// #     .epoch_ms(1_600_000_000_000)
+/// #     .timestamp_bits(41)
+/// #     .clock_id(2)
+/// #     .node("worker", 8)
+/// #     .sequence(12)
+/// #     .build()?;
+/// // `layout` has a 2-bit clock-id field.
+/// let clock = ManualClock::new(1_700_000_000_000);
+/// let builder = Generator::builder(layout.clone()).clock(clock.clone());
+/// let rule = RestartRule::NextClockId;
+/// let start = || builder.clone().persist(Persist::file(&path).restart_rule(rule)).build();
+/// let before = layout.decode(start()?.next_id())?;
+/// clock.set_ms(1_699_999_940_000); // set back a minute while it was down
+/// let after = layout.decode(start()?.next_id())?;
+/// assert_eq!(after.clock_id(), before.clock_id() + 1); // a fresh clock id...
+/// assert_eq!(after.unix_ms(), 1_699_999_940_000); // ...at the real time
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum RestartRule {
@@ -227,6 +256,24 @@ pub enum RestartRule {
 
 /// What to do when the saved state is damaged, from a newer version, or
 /// belongs to another layout or node id.
+///
+/// ```
+/// use flakeid::{BuildError, Generator, Layout, ManualClock, OnInvalidState, Persist, StateError};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = std::env::temp_dir().join(format!("flakeid-doc-on-invalid-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("node-7.state");
+/// let builder = Generator::builder(Layout::twitter()).clock(ManualClock::new(1_700_000_000_000));
+/// drop(builder.clone().node_id(7).persist(Persist::file(&path)).build()?);
+/// // Node 8 started on node 7's file by mistake: refused, never silently reset.
+/// let persist = Persist::file(&path).on_invalid_state(OnInvalidState::Refuse);
+/// let err = builder.node_id(8).persist(persist).build().unwrap_err();
+/// assert!(matches!(err, BuildError::State(StateError::Mismatch { .. })));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum OnInvalidState {
@@ -308,11 +355,54 @@ enum Source {
 impl Persist {
     /// Keeps the state in a [`FileStore`] at `path` (opened when the generator
     /// is built).
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock, Persist};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-persist-file-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("node-3.state");
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(3)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .persist(Persist::file(&path))
+    ///     .build()?;
+    /// assert!(path.exists()); // the first reservation is saved before any ID
+    /// # drop(generator);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn file(path: impl Into<PathBuf>) -> Persist {
         Persist::from_source(Source::File(path.into()))
     }
 
     /// Keeps the state in your own store.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock, Persist, StateError};
+    /// # use flakeid::StateStore;
+    /// # #[derive(Default)]
+    /// # struct InMemory(Option<Vec<u8>>);
+    /// # impl StateStore for InMemory {
+    /// #     fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> { Ok(self.0.clone()) }
+    /// #     fn save(&mut self, s: &[u8]) -> Result<(), StateError> { self.0 = Some(s.to_vec()); Ok(()) }
+    /// # }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // `InMemory`: the store of the `StateStore` example.
+    /// let builder = Generator::builder(Layout::twitter())
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .persist(Persist::store(InMemory::default()));
+    /// let generator = builder.clone().build()?;
+    /// // The store went to the first generator built; a clone has none to share.
+    /// let err = builder.build().unwrap_err();
+    /// assert!(matches!(err, BuildError::State(StateError::StoreInUse)));
+    /// # drop(generator);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn store(store: impl StateStore) -> Persist {
         Persist::from_source(Source::Store(Arc::new(std::sync::Mutex::new(Some(
             Box::new(store),
@@ -339,18 +429,76 @@ impl Persist {
     /// per window while IDs are being made, and not at all while none are.
     /// After a crash, a restart within the window starts after the saved
     /// mark, which may be up to one window ahead of the clock.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock, Persist};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-persist-window-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("node-0.state");
+    /// let builder = Generator::builder(Layout::twitter()).clock(ManualClock::new(1_700_000_000_000));
+    /// let five = Persist::file(&path).window(Duration::from_secs(5)); // a crash forfeits up to 5 s
+    /// let generator = builder.clone().persist(five).build()?;
+    /// # drop(generator);
+    /// let two_hours = Persist::file(&path).window(Duration::from_secs(2 * 3600));
+    /// let err = builder.persist(two_hours).build().unwrap_err();
+    /// assert!(matches!(err, BuildError::WindowTooLong { .. }));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn window(mut self, window: Duration) -> Self {
         self.window = window;
         self
     }
 
     /// How a restarted generator picks its clock id.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Persist, RestartRule};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-restart-rule-twitter-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let persist = Persist::file(dir.join("node-0.state")).restart_rule(RestartRule::NextClockId);
+    /// // Twitter's layout has no clock-id field to move along.
+    /// let err = Generator::builder(Layout::twitter()).persist(persist).build().unwrap_err();
+    /// assert!(matches!(err, BuildError::NeedsClockIdField { .. }));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn restart_rule(mut self, rule: RestartRule) -> Self {
         self.restart = rule;
         self
     }
 
     /// What to do with a saved state that cannot be trusted.
+    ///
+    /// ```
+    /// use flakeid::{Generator, Layout, ManualClock, OnInvalidState, Persist};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-on-invalid-state-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("node-0.state");
+    /// std::fs::write(&path, "flakeid state v1\ngarbage\ncrc32 00000000\n")?;
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// // The operator's word: this node issued nothing after 1_700_000_000_000.
+    /// let replace = OnInvalidState::Replace { issued_until_ms: 1_700_000_000_000 };
+    /// let persist = Persist::file(&path).on_invalid_state(replace);
+    /// let generator = Generator::builder(Layout::twitter()).clock(clock.clone()).persist(persist).build()?;
+    /// assert!(generator.poll_id().is_err()); // nothing at or before that instant
+    /// clock.advance(Duration::from_millis(1));
+    /// assert_eq!(generator.layout().decode(generator.next_id())?.unix_ms(), 1_700_000_000_001);
+    /// # drop(generator);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_invalid_state(mut self, what: OnInvalidState) -> Self {
         self.on_invalid = what;
         self
