@@ -15,8 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use flakeid::{
-    BuildError, Clock, GenerateError, Generator, Id, Layout, Lease, LeaseError, ManualClock,
-    Persist,
+    BuildError, Clock, GenerateError, Generator, Health, Id, Layout, Lease, LeaseError,
+    ManualClock, Persist,
 };
 pub use flakeid_test_servers::{Impostor, Kind, Proxy, Server, free_port, unique_prefix, url_at};
 
@@ -489,11 +489,29 @@ pub fn killed_then_restarted(server: &mut Server) {
         while !fenced_late.iter().all(|f| f.load(Ordering::Relaxed)) {
             thread::sleep(Duration::from_millis(20));
         }
+        // A readiness probe sees each generator fenced, since after the kill.
+        for g in &generators {
+            match g.health() {
+                Health::Fenced { closed_for } => assert!(
+                    closed_for < killed.elapsed(),
+                    "fenced for {closed_for:?}, but the server was killed {:?} ago",
+                    killed.elapsed()
+                ),
+                other => panic!("a generator past its deadline reports {other:?}"),
+            }
+        }
         let restarted = Instant::now();
         back.store(true, Ordering::Relaxed);
         server.restart();
         while !resumed.iter().all(|r| r.load(Ordering::Relaxed)) {
             thread::sleep(Duration::from_millis(20));
+        }
+        // Each has issued since the restart; its probe reports so too (once
+        // the keeper's renewals keep the fresh claim proven).
+        for g in &generators {
+            while g.health() != Health::Issuing {
+                thread::sleep(Duration::from_millis(5));
+            }
         }
         stop.store(true, Ordering::Relaxed);
         let seen: Vec<Seen> = threads.into_iter().map(|t| t.join().unwrap()).collect();
