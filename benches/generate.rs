@@ -36,7 +36,7 @@ fn contended(generator: &impl IdGenerator, threads: u64, iters: u64) -> Duration
 }
 
 fn bench(c: &mut Criterion) {
-    let builder = Generator::builder(wide_layout());
+    let builder = Generator::builder(wide_layout()).single_node();
     let lock_free = builder.clone().build().expect("valid config");
     let locked = builder.build_mutex().expect("valid config");
 

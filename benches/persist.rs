@@ -52,8 +52,12 @@ impl StateStore for Counted {
 
 fn per_id_cost(c: &mut Criterion) {
     let dir = state_dir();
-    let off = Generator::builder(wide_layout()).build().expect("valid");
+    let off = Generator::builder(wide_layout())
+        .single_node()
+        .build()
+        .expect("valid");
     let on = Generator::builder(wide_layout())
+        .single_node()
         .persist(Persist::file(dir.join("bench.state")).window(Duration::from_secs(1)))
         .build()
         .expect("state file");
@@ -84,8 +88,12 @@ fn rate(generator: &Generator, duration: Duration) -> f64 {
 /// and the median of each.
 fn overhead() {
     let dir = state_dir();
-    let off = Generator::builder(wide_layout()).build().expect("valid");
+    let off = Generator::builder(wide_layout())
+        .single_node()
+        .build()
+        .expect("valid");
     let on = Generator::builder(wide_layout())
+        .single_node()
         .persist(Persist::file(dir.join("overhead.state")).window(Duration::from_secs(1)))
         .build()
         .expect("state file");
@@ -119,6 +127,7 @@ fn save_rate() {
             saves: saves.clone(),
         };
         let generator = Generator::builder(wide_layout())
+            .single_node()
             .persist(Persist::store(store).window(Duration::from_millis(window_ms)))
             .build()
             .expect("state file");

@@ -176,7 +176,7 @@ impl ManualClock {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).clock(clock).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock).build()?;
     /// let decoded = generator.layout().decode(generator.next_id())?;
     /// assert_eq!(decoded.unix_ms(), 1_700_000_000_000);
     /// # Ok(())
@@ -1086,6 +1086,7 @@ mod tests {
         let (clock, mock, _wall) = mocked();
         mock.increment(Duration::from_millis(500));
         let generator = crate::Generator::builder(crate::Layout::twitter())
+            .single_node()
             .clock(clock)
             .on_clock_behind(crate::OnClockBehind::Error)
             .build()
@@ -1236,6 +1237,7 @@ mod tests {
         );
         let layout = crate::Layout::twitter();
         let generator = crate::Generator::builder(layout.clone())
+            .single_node()
             .clock(clock.clone())
             .build()
             .unwrap();

@@ -44,6 +44,16 @@
 //!   ([`OnExhausted`]: wait, borrow future ticks, report, or move to the next
 //!   clock id) and when the clock reads behind ([`OnClockBehind`]: continue on
 //!   the last timestamp, wait a bounded time, report, or bump the clock id).
+//! - Node ids have no default: for a layout with node fields, `build` refuses
+//!   ([`BuildError::NodeIdNotSet`]) until the node id is configured, leased,
+//!   or declared the only one ([`Builder::single_node`]), because two
+//!   replicas that both forgot it issue the same IDs.
+//! - Around generation: [`Generator::health`] for readiness probes; an event
+//!   hook ([`Builder::on_event`], the [`events`] module, with `tracing` and
+//!   `metrics` hooks) for clocks behind, waits, lease and storage trouble;
+//!   [`Layout`] as configuration text (`FromStr`, `Display`, serde); time
+//!   ranges of IDs for SQL ([`Layout::first_id_at`]); `BIGINT` columns
+//!   through the `postgres-types` and `sqlx` features.
 //!
 //! # Guarantees
 //!
@@ -368,13 +378,82 @@
 //! - A bad argument or ID gets a message on standard error and a non-zero exit
 //!   code; `decode` reports each ID it cannot read and goes on with the rest.
 //!
+//! # Patterns
+//!
+//! **One generator per process**, shared by every thread and task: a
+//! `static` built on first use. Its node id comes from where the deployment
+//! puts it (here an environment variable; see [`node_id`] and `Lease`).
+//!
+//! ```
+//! use std::sync::LazyLock;
+//! use flakeid::{Generator, Id, Layout, node_id};
+//!
+//! static IDS: LazyLock<Generator> = LazyLock::new(|| {
+//!     let layout = Layout::twitter();
+//!     let node = node_id::from_env("FLAKEID_NODE_ID", &layout)
+//!         .expect("FLAKEID_NODE_ID is this replica's node id (0-1023)");
+//!     Generator::builder(layout)
+//!         .node_id(node)
+//!         .build()
+//!         .expect("the layout and node id were checked above")
+//! });
+//!
+//! fn new_order_id() -> Id {
+//!     IDS.next_id()
+//! }
+//!
+//! # fn main() {
+//! # // SAFETY: the doc test is single-threaded up to here.
+//! # unsafe { std::env::set_var("FLAKEID_NODE_ID", "7") };
+//! let (a, b) = (new_order_id(), new_order_id());
+//! assert!(a < b);
+//! assert_eq!(IDS.layout().decode(a).map(|d| d.node_id()), Ok(7));
+//! # }
+//! ```
+//!
+//! **A web handler that never hangs.** `next_id` and `next_id_async` wait
+//! out whatever stops them, which is right for a used-up millisecond and
+//! wrong for a lapsed node-id lease: a handler would hang until the lease
+//! store is back. Call `try_next_id` (or `try_next_id_async`, feature
+//! `tokio`), which reports at once, answer 503 with `Retry-After` on an
+//! error, and point the readiness probe at [`Generator::health`], so the
+//! load balancer stops sending requests while the generator cannot issue.
+//! `examples/web_handler/` is this pattern, compiled, with axum:
+//!
+//! ```text
+//! async fn create_event(State(app): State<Arc<App>>) -> Result<Json<Event>, Failure> {
+//!     match app.generator.try_next_id_async().await {
+//!         Ok(id) => Ok(Json(Event { id })),
+//!         Err(e) => Err(unavailable(&e)), // 503, Retry-After: 1
+//!     }
+//! }
+//!
+//! async fn ready(State(app): State<Arc<App>>) -> (StatusCode, String) {
+//!     let health = app.generator.health();
+//!     let code = if health.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+//!     (code, health.to_string())
+//! }
+//! ```
+//!
+//! **flakeid or UUIDv7?** Both sort by creation time. Pick a 64-bit flakeid
+//! ID when the ID is a database key (half the index of a UUID, a native
+//! `BIGINT`, and over 100× cheaper to make: see `benches/results/peers.md`),
+//! when you want to decode the time and the issuing node from it, or when
+//! IDs must be dense enough to count per millisecond. Pick UUIDv7 when IDs
+//! are made where no node id can be assigned (browsers, phones, offline
+//! clients): its 74 random bits need no coordination, while flakeid's
+//! uniqueness rests on distinct node ids (configured, or leased with
+//! the [`lease`] module). Neither hides volume by itself; flakeid's
+//! public ids do (feature `public-ids`).
+//!
 //! # Examples
 //!
 //! - `examples/web_handler/`: axum handlers handing out IDs and public ids,
 //!   a crate of its own so that axum is not a dependency of this one
 //!   (`cargo run -p flakeid-web-handler`).
-//! - `examples/bulk_insert.rs`: IDs for 100,000 rows with `next_ids`, as
-//!   multi-row `INSERT`s.
+//! - `examples/bulk_insert.rs`: 100,000 rows into PostgreSQL with
+//!   `next_ids` batches and multi-row `INSERT`s (feature `postgres-types`;
+//!   `DATABASE_URL` names the server).
 //! - `examples/decode_logs.rs`: finds IDs in log lines and decodes them.
 //! - `examples/lease_measure.rs`: the lease numbers (in the `lease` module docs), measured on
 //!   real etcd and Redis servers it starts itself.
@@ -431,6 +510,10 @@
 //!   whose `i64` has them (PostgreSQL, MySQL, SQLite), checked the same way
 //!   (adds `sqlx` without default features: sqlx-core, no driver; sqlx 0.9
 //!   needs Rust 1.94).
+//! - `tracing`: [`events::Tracing`], an event hook that writes `tracing`
+//!   events (adds `tracing`).
+//! - `metrics`: [`events::Metrics`], an event hook that records counters and
+//!   histograms through the `metrics` facade (adds `metrics`).
 //!
 //! Static node ids from an environment variable or a StatefulSet ordinal
 //! ([`node_id`]) need no feature.
@@ -438,6 +521,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
+pub mod events;
 mod fence;
 mod generator;
 mod id;
@@ -467,6 +551,7 @@ pub mod serde;
 pub mod sql;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
+pub use events::{Event, EventHook};
 pub use generator::{
     BuildError, Builder, GenerateError, Generator, Health, IdBatch, IdGenerator, MutexGenerator,
     OnClockBehind, OnExhausted, Stats,

@@ -92,6 +92,7 @@ fn what_try_next_id_reports_is_reported_at_once() {
     within(Duration::from_secs(20), || {
         let clock = ManualClock::new(T);
         let erroring = Generator::builder(layout(1))
+            .single_node()
             .clock(clock.clone())
             .on_exhausted(OnExhausted::Error)
             .on_clock_behind(OnClockBehind::Error)
@@ -120,6 +121,7 @@ fn a_clock_behind_is_waited_for_only_within_the_policy() {
     within(Duration::from_secs(20), || {
         let clock = ManualClock::new(T);
         let generator = Generator::builder(layout(8))
+            .single_node()
             .clock(clock.clone())
             .on_clock_behind(OnClockBehind::Wait {
                 max: Duration::from_millis(100),
@@ -166,6 +168,7 @@ fn the_counters_count_a_waiting_call_as_the_blocking_call_does() {
     within(Duration::from_secs(20), || {
         let make = |clock: &ManualClock| {
             Generator::builder(layout(8))
+                .single_node()
                 .clock(clock.clone())
                 .on_clock_behind(OnClockBehind::Wait {
                     max: Duration::from_millis(30),
@@ -244,6 +247,7 @@ fn past_the_layouts_end_the_error_is_returned_not_awaited() {
             .build()
             .unwrap();
         let generator = Generator::builder(short.clone())
+            .single_node()
             .clock(ManualClock::new(short.last_ms() + 1))
             .build()
             .unwrap();
@@ -311,7 +315,7 @@ fn many_tasks_on_a_multi_thread_runtime_get_unique_ordered_ids() {
 #[test]
 fn the_futures_can_be_spawned() {
     fn assert_send<F: std::future::Future + Send>(_: F) {}
-    let generator = Generator::builder(layout(4)).build().unwrap();
+    let generator = Generator::builder(layout(4)).single_node().build().unwrap();
     assert_send(generator.next_id_async());
     assert_send(generator.try_next_ids_async(8));
 }
@@ -342,6 +346,7 @@ fn a_store_whose_save_panics_is_reported_or_waited_out() {
         let panic = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let clock = ManualClock::new(T);
         let generator = Generator::builder(layout(12))
+            .single_node()
             .clock(clock.clone())
             .persist(Persist::store(Panicking(panic.clone())).window(Duration::from_millis(5)))
             .build()

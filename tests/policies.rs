@@ -437,7 +437,11 @@ fn past_the_layouts_end_it_reports_expired_and_never_wraps() {
         .build()
         .unwrap();
     let end = short.last_ms();
-    for (name, g, clock) in both(|c| Generator::builder(short.clone()).clock(c.clone())) {
+    for (name, g, clock) in both(|c| {
+        Generator::builder(short.clone())
+            .single_node()
+            .clock(c.clone())
+    }) {
         clock.set_ms(end);
         let last = g.next_id();
         assert_eq!(parts(&*g, last).0, end, "{name}");
@@ -471,6 +475,7 @@ fn in_the_last_tick_ahead_of_the_clock_it_waits_and_expires_only_at_the_end() {
     let end = short.last_ms();
     for (name, g, clock) in both(|c| {
         Generator::builder(short.clone())
+            .single_node()
             .clock(c.clone())
             .on_exhausted(OnExhausted::Borrow { max_ahead: ms(10) })
     }) {

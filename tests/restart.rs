@@ -509,6 +509,7 @@ fn an_unwritable_directory_fails_the_build() {
         std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
     }
     let result = Generator::builder(layout())
+        .single_node()
         .clock(ManualClock::new(T))
         .persist(Persist::file(ro.join("node.state")))
         .build();
@@ -563,6 +564,7 @@ fn a_full_disk_fails_the_build() {
     let _ = std::io::Write::write_all(&mut f, &vec![0u8; 1 << 20]);
     drop(f);
     let result = Generator::builder(layout())
+        .single_node()
         .clock(ManualClock::new(T))
         .persist(Persist::file(small.join("node.state")))
         .build();
@@ -616,6 +618,7 @@ fn no_id_passes_the_saved_mark_and_a_failing_store_stops_issuance() {
     // of the clock as fast as IDs are taken, far past a 5 ms window.
     let clock = ManualClock::new(T);
     let g = Generator::builder(layout())
+        .single_node()
         .clock(clock.clone())
         .on_exhausted(OnExhausted::Borrow {
             max_ahead: Duration::from_secs(3600),
@@ -764,6 +767,7 @@ fn a_caller_waiting_out_a_storage_failure_neither_hurries_the_writer_nor_spins()
         reads: Arc::default(),
     };
     let g = Generator::builder(layout())
+        .single_node()
         .clock(clock.clone())
         .persist(Persist::store(outage.clone()).window(Duration::from_millis(5)))
         .build()
@@ -818,6 +822,7 @@ fn a_caller_waiting_out_a_storage_failure_neither_hurries_the_writer_nor_spins()
 fn a_store_cannot_serve_two_generators() {
     let dir = TempDir::new("store-in-use");
     let builder = Generator::builder(layout())
+        .single_node()
         .clock(ManualClock::new(T))
         .persist(Persist::store(FileStore::open(dir.file()).unwrap()));
     let first = builder.clone().build().unwrap();
@@ -832,6 +837,7 @@ fn a_store_cannot_serve_two_generators() {
 fn persistence_needs_a_clock_id_field_for_the_next_clock_id_rule() {
     let dir = TempDir::new("rule");
     let err = Generator::builder(layout())
+        .single_node()
         .clock(ManualClock::new(T))
         .persist(Persist::file(dir.file()).restart_rule(RestartRule::NextClockId))
         .build()
@@ -950,6 +956,7 @@ fn a_window_too_long_to_be_safe_is_refused_at_build() {
     for layout in [layout(), ten_ms] {
         for window in [Duration::MAX, hour + Duration::from_millis(1)] {
             let err = Generator::builder(layout.clone())
+                .single_node()
                 .clock(ManualClock::new(T))
                 .persist(Persist::file(dir.file()).window(window))
                 .build()
@@ -959,6 +966,7 @@ fn a_window_too_long_to_be_safe_is_refused_at_build() {
         }
         // The longest window is accepted, and reserves exactly that far.
         let g = Generator::builder(layout.clone())
+            .single_node()
             .clock(ManualClock::new(T))
             .persist(Persist::file(dir.file()).window(hour))
             .build()
@@ -1100,6 +1108,7 @@ fn a_store_whose_save_panics_is_a_storage_error_not_a_hang() {
     let panic = Arc::new(AtomicBool::new(false));
     let clock = ManualClock::new(T);
     let g = Generator::builder(layout())
+        .single_node()
         .clock(clock.clone())
         .persist(
             Persist::store(Panicking {
@@ -1147,6 +1156,7 @@ fn a_store_whose_load_panics_fails_the_build() {
         }
     }
     let err = Generator::builder(layout())
+        .single_node()
         .clock(ManualClock::new(T))
         .persist(Persist::store(LoadPanics))
         .build()
@@ -1164,6 +1174,7 @@ fn mkfifo(path: &Path) {
 
 fn build_at(path: &Path) -> Result<Generator<ManualClock>, BuildError> {
     Generator::builder(layout())
+        .single_node()
         .clock(ManualClock::new(T))
         .persist(Persist::file(path))
         .build()

@@ -56,6 +56,7 @@ fn node_ids_out_of_range_or_unknown_are_refused() {
 fn clock_ids_must_fit_and_need_a_field() {
     assert_eq!(
         Generator::builder(multi_clock())
+            .single_node()
             .clock_id(16)
             .build()
             .unwrap_err(),
@@ -67,6 +68,7 @@ fn clock_ids_must_fit_and_need_a_field() {
     );
     assert_eq!(
         Generator::builder(Layout::twitter())
+            .single_node()
             .clock_id(1)
             .build()
             .unwrap_err(),
@@ -74,6 +76,7 @@ fn clock_ids_must_fit_and_need_a_field() {
     );
     assert!(
         Generator::builder(multi_clock())
+            .single_node()
             .clock_id(15)
             .build()
             .is_ok()
@@ -84,6 +87,7 @@ fn clock_ids_must_fit_and_need_a_field() {
 fn next_clock_policies_need_a_clock_id_field_in_the_right_place() {
     assert_eq!(
         Generator::builder(Layout::twitter())
+            .single_node()
             .on_clock_behind(OnClockBehind::NextClock)
             .build()
             .unwrap_err(),
@@ -100,6 +104,7 @@ fn next_clock_policies_need_a_clock_id_field_in_the_right_place() {
         .unwrap();
     assert_eq!(
         Generator::builder(clock_below_sequence.clone())
+            .single_node()
             .on_exhausted(OnExhausted::NextClock)
             .build()
             .unwrap_err(),
@@ -108,6 +113,7 @@ fn next_clock_policies_need_a_clock_id_field_in_the_right_place() {
     // Bumping on a step back does not need the order.
     assert!(
         Generator::builder(clock_below_sequence)
+            .single_node()
             .on_clock_behind(OnClockBehind::NextClock)
             .build()
             .is_ok()
@@ -118,6 +124,7 @@ fn next_clock_policies_need_a_clock_id_field_in_the_right_place() {
 fn borrow_shorter_than_a_tick_and_bad_random_bounds_are_refused() {
     assert_eq!(
         Generator::builder(Layout::sonyflake())
+            .single_node()
             .on_exhausted(OnExhausted::Borrow {
                 max_ahead: Duration::from_millis(9)
             })
@@ -131,6 +138,7 @@ fn borrow_shorter_than_a_tick_and_bad_random_bounds_are_refused() {
     for bound in [0, 4097] {
         assert_eq!(
             Generator::builder(Layout::twitter())
+                .single_node()
                 .random_start(bound)
                 .build()
                 .unwrap_err(),
@@ -142,6 +150,7 @@ fn borrow_shorter_than_a_tick_and_bad_random_bounds_are_refused() {
     }
     assert!(
         Generator::builder(Layout::twitter())
+            .single_node()
             .random_start(4096)
             .build_mutex()
             .is_ok()

@@ -364,7 +364,7 @@ fn ferroid_wide_clock() -> FerroidClock {
 
 /// The generators of the `cost` and `latency` views.
 fn wide_contenders() -> Vec<(&'static str, Box<dyn Sweep>)> {
-    let builder = Generator::builder(wide_layout());
+    let builder = Generator::builder(wide_layout()).single_node();
     let snowflake_me = snowflake_me::Snowflake::builder()
         .start_time(WIDE_EPOCH_MS as i64)
         .bit_len_time(41)
@@ -720,6 +720,7 @@ fn lost_races(settings: &Settings) -> Vec<Lost> {
         .filter(|&&t| settings.selects(&format!("lost/{t}")))
         .map(|&threads| {
             let generator = Generator::builder(wide_layout())
+                .single_node()
                 .counters(true)
                 .build()
                 .expect("valid");
@@ -758,7 +759,7 @@ fn cost(c: &mut Criterion, contenders: &[(&'static str, Box<dyn Sweep>)]) {
 }
 
 fn batch(c: &mut Criterion) {
-    let builder = Generator::builder(batch_layout());
+    let builder = Generator::builder(batch_layout()).single_node();
     let lock_free = builder.clone().build().expect("valid");
     let locked = builder.build_mutex().expect("valid");
     let snowflake_me = snowflake_me::Snowflake::builder()
@@ -1104,6 +1105,7 @@ fn machine() -> String {
 /// in the RFC 3339 form flakeid decodes it to.
 fn utc_now() -> String {
     let generator = Generator::builder(Layout::twitter())
+        .single_node()
         .clock(SystemClock)
         .build()
         .expect("the Twitter layout builds");

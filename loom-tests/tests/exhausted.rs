@@ -65,7 +65,11 @@ fn wait_holds_a_thread_until_the_clock_reaches_the_next_tick() {
     model("wait", move || {
         let layout = layout(1);
         let clock = ManualClock::new(at(10));
-        let generator = generator(Builder::new(layout.clone()).clock(clock.clone()));
+        let generator = generator(
+            Builder::new(layout.clone())
+                .single_node()
+                .clock(clock.clone()),
+        );
         let done = Done::default();
         let handles = workers(&generator, &clock, &done, &[2, 1], |g| g.next_id());
         let moved = move_clock_when_full(&*generator, &clock, &done, 2, tick_used_up(&layout));
@@ -94,6 +98,7 @@ fn borrow_runs_ahead_up_to_its_allowance_without_waiting() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .on_exhausted(OnExhausted::Borrow {
                     max_ahead: Duration::from_millis(1),
@@ -125,6 +130,7 @@ fn borrow_past_its_allowance_waits_for_the_clock() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .on_exhausted(OnExhausted::Borrow {
                     max_ahead: Duration::from_millis(1),
@@ -163,6 +169,7 @@ fn borrow_past_its_allowance_is_reported_by_poll_id() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .on_exhausted(OnExhausted::Borrow {
                     max_ahead: Duration::from_millis(1),
@@ -230,6 +237,7 @@ fn error_reports_a_used_up_tick_at_once() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .on_exhausted(OnExhausted::Error),
         );
@@ -265,6 +273,7 @@ fn next_clock_moves_to_the_next_clock_id_within_the_tick() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .on_exhausted(OnExhausted::NextClock),
         );
@@ -289,6 +298,7 @@ fn next_clock_with_every_clock_id_used_waits_for_the_next_tick() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .on_exhausted(OnExhausted::NextClock),
         );
@@ -321,6 +331,7 @@ fn next_clock_on_the_highest_clock_id_never_wraps_down() {
         let clock = ManualClock::new(at(10));
         let generator = generator(
             Builder::new(layout.clone())
+                .single_node()
                 .clock(clock.clone())
                 .clock_id(1)
                 .on_exhausted(OnExhausted::NextClock),

@@ -33,7 +33,7 @@ fn grant(layout: &Layout, node: u64, floor: u64, ceiling: u64) -> Grant {
 
 /// A leased generator behind `fence`, on `layout(2)` and `clock`.
 fn leased(fence: &Fence, clock: &ManualClock) -> Arc<Generator<ManualClock>> {
-    let builder = Builder::new(layout(2)).clock(clock.clone());
+    let builder = Builder::new(layout(2)).single_node().clock(clock.clone());
     Arc::new(fence.guard(builder).build().unwrap())
 }
 
@@ -144,9 +144,14 @@ pub fn a_reclaimed_node_id_keeps_to_its_new_floor(
         let fence = Fence::new();
         fence.open(grant(&layout, 1, 0, 10), u64::MAX);
         let generator = Arc::new(
-            guard(&fence, Builder::new(layout.clone()).clock(clock.clone()))
-                .build()
-                .unwrap(),
+            guard(
+                &fence,
+                Builder::new(layout.clone())
+                    .single_node()
+                    .clock(clock.clone()),
+            )
+            .build()
+            .unwrap(),
         );
         let handles = workers(&generator, 2, 1);
         clock.set_ms(at(11));

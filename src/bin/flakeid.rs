@@ -369,7 +369,7 @@ fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Resul
     if args.json {
         // The library's `Decoded` serialization (the id as a string: JavaScript
         // rounds numbers above 2^53), and where it came from.
-        let mut object = serde_json::to_value(&decoded).map_err(|e| e.to_string())?;
+        let mut object = serde_json::to_value(decoded).map_err(|e| e.to_string())?;
         object["input"] = input.into();
         object["form"] = form.name().into();
         object["layout"] = args.layout.name.clone().into();
@@ -455,11 +455,14 @@ fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let mut rows = Vec::new();
     for &threads in &args.threads {
         let threads = threads as usize;
-        let default = Generator::builder(layout.clone()).build()?;
+        let default = Generator::builder(layout.clone()).single_node().build()?;
         let thread_free = Generator::builder(layout.clone())
+            .single_node()
             .clock(MonotonicClock::thread_free())
             .build()?;
-        let mutex = Generator::builder(layout.clone()).build_mutex()?;
+        let mutex = Generator::builder(layout.clone())
+            .single_node()
+            .build_mutex()?;
         let mut runs: [Vec<f64>; 3] = Default::default();
         for round in 0..args.repeat {
             // Each round measures all three in turn, in a rotating order, so

@@ -120,7 +120,7 @@ impl<C: Clock> Generator<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(clock.clone())
     ///     .on_clock_behind(OnClockBehind::Error)
     ///     .build()?;
@@ -203,7 +203,7 @@ impl<C: Clock> Generator<C> {
     /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnExhausted};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .on_exhausted(OnExhausted::Error)
     ///     .build()?;
@@ -230,7 +230,7 @@ impl<C: Clock> Generator<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).clock(clock.clone()).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).build()?;
     /// assert_eq!(generator.poll_ids(4_096)?.len(), 4_096);
     /// // The tick is used up: `next_ids` would wait for the next one.
     /// let next = generator.poll_ids(10);
@@ -321,7 +321,7 @@ impl<C: Clock> Generator<C> {
     /// use std::time::Duration;
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
     /// generator.clock().advance(Duration::from_millis(5));
@@ -363,7 +363,7 @@ impl<C: Clock> Generator<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(clock.clone())
     ///     .counters(true)
     ///     .build()?;
@@ -391,7 +391,7 @@ impl<C: Clock> Generator<C> {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let layout = Layout::builder().epoch_ms(1_700_000_000_000).timestamp_bits(10).sequence(12).build()?;
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(layout).clock(clock.clone()).build()?;
+    /// let generator = Generator::builder(layout).single_node().clock(clock.clone()).build()?;
     /// assert_eq!(generator.health(), Health::Issuing);
     /// clock.advance(Duration::from_secs(2)); // 10 bits of ms end after 1.024 s
     /// assert_eq!(generator.health(), Health::Expired { last_ms: 1_700_000_001_023 });
@@ -552,6 +552,7 @@ mod tests {
     fn a_reading_older_than_the_state_never_enters_a_tick() {
         let layout = layout();
         let generator = Generator::builder(layout.clone())
+            .single_node()
             .clock(Readings::new(EPOCH, &[10]))
             .on_clock_behind(OnClockBehind::NextClock)
             .build()

@@ -9,15 +9,17 @@
 //! loses a race.
 
 use std::fmt;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use super::Components;
 use super::health::Health;
-use super::plan::{Gate, Plan, Stall, Step};
+use super::plan::{Event as StepEvent, Gate, Plan, Stall, Step};
 use super::stats::{Counters, Stats};
 use super::wait::Reserve;
 use crate::clock::Clock;
+use crate::events::Event;
 use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
@@ -215,7 +217,7 @@ impl<S: StateCell, C> Core<S, C> {
             state: S::new(parts.state),
             plan: parts.plan,
             clock: parts.clock,
-            counters: parts.counters.then(Box::default),
+            counters: Counters::new(parts.counters, parts.events),
             persister: parts.persister,
             keeper: parts.keeper,
         }
@@ -234,7 +236,7 @@ impl<S: StateCell, C> Core<S, C> {
     }
 
     pub(crate) fn stats(&self) -> Option<Stats> {
-        self.counters.as_deref().map(Counters::snapshot)
+        self.counters.as_deref().and_then(Counters::stats)
     }
 
     /// The node id in the IDs: the configured one, or the one a lease holds now.
@@ -453,17 +455,59 @@ impl<S: StateCell, C: Clock> Core<S, C> {
             let before = at.held.cur();
             match at.held.install(step.next) {
                 Ok(()) if self.plan.confirm(ticket) => {
+                    let now = at.now;
                     drop(at);
                     self.issued(&step);
+                    if step.event != StepEvent::Plain {
+                        self.report(&step, before, now);
+                    }
                     return Ok(step);
                 }
                 Ok(()) => {
                     // Made under a lease that lapsed or was replaced
                     // meanwhile: these IDs are dropped; check the fence again.
                     self.plan.installed(&step);
+                    if let Some(c) = self.counters() {
+                        c.events.emit(Event::IdsDropped { count: step.count });
+                    }
                     at.read(&self.clock);
                 }
                 Err(actual) => self.lost(&mut at, before, actual),
+            }
+        }
+    }
+
+    /// Tells the event hook, if one is set, what `step` (made from state
+    /// `before` on the reading `now`) did besides issuing. Only the loop's
+    /// steps borrow, step the clock id or issue behind the clock; the short
+    /// path's never do.
+    #[cold]
+    #[inline(never)]
+    fn report(&self, step: &Step, before: u64, now: u64) {
+        let Some(c) = self.counters().filter(|c| c.events.is_on()) else {
+            return;
+        };
+        let ms = Duration::from_millis;
+        let behind = || Event::ClockBehind {
+            behind: ms(self.plan.behind_ms(before, now)),
+        };
+        match step.event {
+            StepEvent::Plain => {}
+            StepEvent::Borrowed => {
+                let tick_ms = self.plan.layout.unix_ms(self.plan.ts_of(step.next));
+                c.events.emit(Event::TickBorrowed {
+                    ahead: ms(tick_ms.saturating_sub(now)),
+                });
+            }
+            StepEvent::Behind => c.events.emit(behind()),
+            StepEvent::Bumped { behind: was_behind } => {
+                if was_behind {
+                    c.events.emit(behind());
+                }
+                let decoded = self.plan.layout.decode(Id::from_u64(step.next));
+                c.events.emit(Event::ClockIdStepped {
+                    clock_id: decoded.map_or(0, |d| d.clock_id()),
+                });
             }
         }
     }

@@ -21,6 +21,12 @@ use crate::{FieldError, LeaseError, StateError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// The layout has node fields and no node id was chosen: call
+    /// [`Builder::node_id`](crate::Builder::node_id),
+    /// [`node_field`](crate::Builder::node_field), `lease`, or
+    /// [`single_node`](crate::Builder::single_node). Two replicas that both
+    /// left it out would issue the same IDs.
+    NodeIdNotSet,
     /// A node or clock id does not fit the layout.
     Field(FieldError),
     /// A `NextClock` policy was chosen for a layout without a clock-id field.
@@ -66,6 +72,12 @@ pub enum BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            BuildError::NodeIdNotSet => write!(
+                f,
+                "no node id set: two generators that both leave it out issue the same IDs; \
+                 set one with Builder::node_id, Builder::node_field or Builder::lease, or \
+                 call Builder::single_node if this is the only generator of its layout"
+            ),
             BuildError::Field(e) => e.fmt(f),
             BuildError::NeedsClockIdField { policy } => {
                 write!(f, "{policy} needs a layout with a clock-id field")
@@ -141,7 +153,7 @@ impl From<LeaseError> for BuildError {
 ///     .node("worker", 10)
 ///     .sequence(1)
 ///     .build()?;
-/// let generator = Generator::builder(layout)
+/// let generator = Generator::builder(layout).single_node()
 ///     .clock(clock)
 ///     .on_exhausted(OnExhausted::Error)
 ///     .build()?;

@@ -26,6 +26,7 @@ pub use stats::Stats;
 
 use crate::FieldError;
 use crate::clock::{Clock, MonotonicClock};
+use crate::events::{EventHook, Events};
 use crate::fence::{Fence, Keeper};
 use crate::id::Id;
 use crate::layout::Layout;
@@ -232,7 +233,7 @@ impl IdBatch {
     /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
     /// let mut batch = generator.next_ids(3);
@@ -282,13 +283,20 @@ enum ClockSource<C> {
 
 #[derive(Debug, Clone)]
 enum NodeSpec {
+    /// None chosen: refused by `build` if the layout has node fields.
+    Unset,
     Id(u64),
     Fields(Vec<(String, u64)>),
 }
 
 /// Configures a [`Generator`] or [`MutexGenerator`]; from [`Generator::builder`].
 ///
-/// Defaults: node id 0, the [`MonotonicClock`], [`OnExhausted::Wait`],
+/// The node id has no default: if the layout has node fields, one of
+/// [`node_id`](Builder::node_id), [`node_field`](Builder::node_field),
+/// `lease` or [`single_node`](Builder::single_node) must choose it, or
+/// [`build`](Builder::build) refuses with [`BuildError::NodeIdNotSet`] (two
+/// replicas that both forgot it would issue the same IDs). The other
+/// defaults: the [`MonotonicClock`], [`OnExhausted::Wait`],
 /// [`OnClockBehind::Continue`], sequence starting at 0 in each tick, clock id
 /// 0, counters off.
 ///
@@ -321,6 +329,7 @@ pub struct Builder<C = MonotonicClock> {
     seed: Option<u64>,
     clock_id: u64,
     counters: bool,
+    events: Events,
     persist: Option<Persist>,
     #[cfg(any(feature = "etcd", feature = "redis"))]
     lease: Option<crate::lease::Lease>,
@@ -333,6 +342,7 @@ pub(crate) struct Components<C> {
     pub(crate) plan: Plan,
     pub(crate) clock: C,
     pub(crate) counters: bool,
+    pub(crate) events: Events,
     pub(crate) state: u64,
     pub(crate) persister: Option<Persister>,
     /// The node-id lease's keeper, released when the generator is dropped.
@@ -346,7 +356,7 @@ impl Builder {
     /// use flakeid::{Builder, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Builder::new(Layout::twitter())
+    /// let generator = Builder::new(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
     /// assert_eq!(generator.node_id(), 0);
@@ -357,7 +367,7 @@ impl Builder {
     pub fn new(layout: Layout) -> Builder {
         Builder {
             layout,
-            node: NodeSpec::Id(0),
+            node: NodeSpec::Unset,
             clock: ClockSource::Default(MonotonicClock::new),
             on_exhausted: OnExhausted::default(),
             on_behind: OnClockBehind::default(),
@@ -365,6 +375,7 @@ impl Builder {
             seed: None,
             clock_id: 0,
             counters: false,
+            events: Events::default(),
             persist: None,
             #[cfg(any(feature = "etcd", feature = "redis"))]
             lease: None,
@@ -417,8 +428,30 @@ impl<C: Clock> Builder<C> {
     pub fn node_field(mut self, name: &str, value: u64) -> Self {
         match &mut self.node {
             NodeSpec::Fields(fields) => fields.push((name.to_owned(), value)),
-            NodeSpec::Id(_) => self.node = NodeSpec::Fields(vec![(name.to_owned(), value)]),
+            NodeSpec::Unset | NodeSpec::Id(_) => {
+                self.node = NodeSpec::Fields(vec![(name.to_owned(), value)]);
+            }
         }
+        self
+    }
+
+    /// Node id 0, chosen on purpose: this generator is the only one that
+    /// issues IDs of its layout (one process, one generator), so no other can
+    /// share its node id. The same as `node_id(0)`, but says why.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let forgot = Generator::builder(Layout::twitter()).build();
+    /// assert!(matches!(forgot, Err(BuildError::NodeIdNotSet)));
+    /// let generator = Generator::builder(Layout::twitter()).single_node().build()?;
+    /// assert_eq!(generator.node_id(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn single_node(mut self) -> Self {
+        self.node = NodeSpec::Id(0);
         self
     }
 
@@ -429,7 +462,7 @@ impl<C: Clock> Builder<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).clock(clock.clone()).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).build()?;
     /// clock.set_ms(1_700_000_060_000); // clones share one time
     /// let decoded = generator.layout().decode(generator.next_id())?;
     /// assert_eq!(decoded.unix_ms(), 1_700_000_060_000);
@@ -447,6 +480,7 @@ impl<C: Clock> Builder<C> {
             seed: self.seed,
             clock_id: self.clock_id,
             counters: self.counters,
+            events: self.events,
             persist: self.persist,
             #[cfg(any(feature = "etcd", feature = "redis"))]
             lease: self.lease,
@@ -461,7 +495,7 @@ impl<C: Clock> Builder<C> {
     /// use std::time::Duration;
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .on_exhausted(OnExhausted::Borrow { max_ahead: Duration::from_millis(10) })
     ///     .build()?;
@@ -484,7 +518,7 @@ impl<C: Clock> Builder<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(clock.clone())
     ///     .on_clock_behind(OnClockBehind::Wait { max: Duration::from_millis(5) })
     ///     .build()?;
@@ -509,12 +543,12 @@ impl<C: Clock> Builder<C> {
     /// use flakeid::{BuildError, Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .random_start(1_024)
     ///     .build()?;
     /// assert!(generator.layout().decode(generator.next_id())?.sequence() < 1_024);
-    /// let out_of_range = Generator::builder(Layout::twitter()).random_start(5_000).build();
+    /// let out_of_range = Generator::builder(Layout::twitter()).single_node().random_start(5_000).build();
     /// assert!(matches!(out_of_range, Err(BuildError::RandomStartOutOfRange { .. })));
     /// # Ok(())
     /// # }
@@ -531,7 +565,7 @@ impl<C: Clock> Builder<C> {
     /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let builder = Generator::builder(Layout::twitter())
+    /// let builder = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .random_start(4_000)
     ///     .seed(42);
@@ -559,7 +593,7 @@ impl<C: Clock> Builder<C> {
     ///     .node("worker", 8)
     ///     .sequence(12)
     ///     .build()?;
-    /// let builder = Generator::builder(layout).clock(ManualClock::new(1_700_000_000_000));
+    /// let builder = Generator::builder(layout).single_node().clock(ManualClock::new(1_700_000_000_000));
     /// let generator = builder.clock_id(3).build()?;
     /// assert_eq!(generator.layout().decode(generator.next_id())?.clock_id(), 3);
     /// # Ok(())
@@ -577,7 +611,7 @@ impl<C: Clock> Builder<C> {
     /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter())
+    /// let generator = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .counters(true)
     ///     .build()?;
@@ -588,6 +622,37 @@ impl<C: Clock> Builder<C> {
     /// ```
     pub fn counters(mut self, on: bool) -> Self {
         self.counters = on;
+        self
+    }
+
+    /// Sets the hook that hears what the generator does besides issuing: a
+    /// clock behind, waits, borrowed ticks, clock-id steps, the lease's
+    /// claims, failures and fences, the reservation's failed and recovered
+    /// saves, dropped IDs ([`Event`](crate::Event); ready-made hooks for
+    /// `tracing` and `metrics` in [`events`](crate::events)). Without a hook
+    /// (the default), the hot path is unchanged.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use flakeid::{Event, Generator, Layout, ManualClock, OnExhausted};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let events = Arc::new(Mutex::new(Vec::new()));
+    /// let log = events.clone();
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .on_exhausted(OnExhausted::Borrow { max_ahead: std::time::Duration::from_millis(5) })
+    ///     .on_event(move |e: &Event| log.lock().unwrap().push(e.clone()))
+    ///     .build()?;
+    /// let _ = generator.next_ids(4_096).count(); // the whole tick
+    /// generator.next_id(); // the next tick, ahead of the (frozen) clock
+    /// assert!(matches!(events.lock().unwrap()[..], [Event::TickBorrowed { .. }]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn on_event(mut self, hook: impl EventHook) -> Self {
+        self.events = Events::new(hook);
         self
     }
 
@@ -609,7 +674,7 @@ impl<C: Clock> Builder<C> {
     /// # std::fs::create_dir_all(&dir)?;
     /// # let path = dir.join("node-0.state");
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let builder = Generator::builder(Layout::twitter()).clock(clock.clone());
+    /// let builder = Generator::builder(Layout::twitter()).single_node().clock(clock.clone());
     /// let generator = builder.clone().persist(Persist::file(&path)).build()?;
     /// let last = generator.next_id();
     /// drop(generator); // saves the exact last timestamp
@@ -689,7 +754,7 @@ impl<C: Clock> Builder<C> {
     ///     .build()?;
     /// assert_eq!(generator.layout().decode(generator.next_id())?.node_id(), 9);
     /// // Twitter's layout has no clock-id field to move to.
-    /// let next_clock = Generator::builder(Layout::twitter()).on_exhausted(OnExhausted::NextClock);
+    /// let next_clock = Generator::builder(Layout::twitter()).single_node().on_exhausted(OnExhausted::NextClock);
     /// assert!(matches!(next_clock.build(), Err(BuildError::NeedsClockIdField { .. })));
     /// # Ok(())
     /// # }
@@ -752,8 +817,13 @@ impl<C: Clock> Builder<C> {
             }
             Some(lease) => {
                 let fence = Arc::new(Fence::new());
-                let keeper =
-                    crate::lease::start(lease, &self.layout, self.on_exhausted.lead(), &fence)?;
+                let keeper = crate::lease::start(
+                    lease,
+                    &self.layout,
+                    self.on_exhausted.lead(),
+                    &fence,
+                    &self.events,
+                )?;
                 config.fence = Some(fence);
                 Some(keeper)
             }
@@ -772,6 +842,7 @@ impl<C: Clock> Builder<C> {
                 plan,
                 clock,
                 counters: self.counters,
+                events: self.events.clone(),
                 state,
                 persister: None,
                 keeper,
@@ -786,6 +857,7 @@ impl<C: Clock> Builder<C> {
             self.clock_id,
             now_tick,
             self.on_exhausted.lead(),
+            &self.events,
         )?;
         config.first_clock_id = started.clock_id;
         config.reservation = Some(started.reservation);
@@ -798,6 +870,7 @@ impl<C: Clock> Builder<C> {
             plan,
             clock,
             counters: self.counters,
+            events: self.events.clone(),
             state,
             persister: Some(started.persister),
             keeper: None,
@@ -806,7 +879,14 @@ impl<C: Clock> Builder<C> {
 
     fn config(&self) -> Result<PlanConfig, BuildError> {
         let layout = &self.layout;
+        #[cfg(any(feature = "etcd", feature = "redis"))]
+        let leased = self.lease.is_some();
+        #[cfg(not(any(feature = "etcd", feature = "redis")))]
+        let leased = false;
         let node_id = match &self.node {
+            // A layout without node fields has only node 0; a lease picks one.
+            NodeSpec::Unset if layout.node_bits() == 0 || leased => 0,
+            NodeSpec::Unset => return Err(BuildError::NodeIdNotSet),
             NodeSpec::Id(node) => *node,
             NodeSpec::Fields(fields) => {
                 layout.node_id_from_fields(fields.iter().map(|(n, v)| (n.as_str(), *v)))?
@@ -904,7 +984,9 @@ mod tests {
         let (source, mock) = quanta::Clock::mock();
         let fence = Arc::new(Fence::with_clock(source));
         let clock = ManualClock::new(T);
-        let mut builder = Generator::builder(Layout::twitter()).clock(clock.clone());
+        let mut builder = Generator::builder(Layout::twitter())
+            .single_node()
+            .clock(clock.clone());
         builder.fence = Some(fence.clone());
         let gens: Vec<Box<dyn IdGenerator>> = vec![
             Box::new(builder.clone().build().unwrap()),
@@ -965,6 +1047,7 @@ mod tests {
         on_behind: OnClockBehind,
     ) -> Vec<Box<dyn IdGenerator>> {
         let mut builder = Generator::builder(layout)
+            .single_node()
             .clock(clock.clone())
             .on_exhausted(on_exhausted)
             .on_clock_behind(on_behind);
@@ -1074,7 +1157,9 @@ mod tests {
             let fence = Arc::new(Fence::with_clock(source));
             fence.open(grant(3, 0, false), u64::MAX);
             let clock = Arc::new(Readings::new(base, &[60_000]));
-            let mut builder = Generator::builder(layout.clone()).clock(clock.clone());
+            let mut builder = Generator::builder(layout.clone())
+                .single_node()
+                .clock(clock.clone());
             builder.fence = Some(fence.clone());
             let g: Box<dyn IdGenerator> = if mutex {
                 Box::new(builder.build_mutex().unwrap())
@@ -1267,6 +1352,7 @@ mod tests {
             for mutex in [false, true] {
                 let clock = ManualClock::new(T);
                 let mut builder = Generator::builder(layout.clone())
+                    .single_node()
                     .clock(clock.clone())
                     .on_clock_behind(on_behind);
                 builder.fence = Some(fence.clone());

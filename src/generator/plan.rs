@@ -548,6 +548,12 @@ impl Plan {
         })
     }
 
+    /// How far (in ms, at least 1) a reading of `now_ms` lies behind the
+    /// start of the tick of state `cur`.
+    pub(crate) fn behind_ms(&self, cur: u64, now_ms: u64) -> u64 {
+        self.unix_ms(self.ts_of(cur)).saturating_sub(now_ms).max(1)
+    }
+
     #[cold]
     #[inline(never)]
     fn behind(&self, cur: u64, ts: u64, now_ms: u64, n: u64) -> Result<Step, Stall> {
@@ -560,7 +566,7 @@ impl Plan {
         }
         match self.on_behind {
             OnClockBehind::Wait { .. } | OnClockBehind::Error => Err(Stall::Behind {
-                behind_ms: self.unix_ms(ts).saturating_sub(now_ms).max(1),
+                behind_ms: self.behind_ms(cur, now_ms),
             }),
             OnClockBehind::NextClock => {
                 let now = self.ticks(now_ms);

@@ -4,6 +4,7 @@
 use crossbeam_utils::CachePadded;
 
 use super::plan::{Event, Step};
+use crate::events::Events;
 use crate::primitive::{AtomicU64, Ordering};
 
 /// A snapshot of a generator's counters, from
@@ -42,10 +43,15 @@ pub struct Stats {
     pub lost_races: u64,
 }
 
-/// The live counters. `issued` is on the hot path, so it has a cache line of
-/// its own; the rest change only on slow paths.
+/// The live counters, and the event hook: what a step or a stall is told
+/// to. A generator has them only if counting is on or a hook is set, so
+/// without either its hot path tests one `None`. `issued` is on the hot path,
+/// so it has a cache line of its own; the rest change only on slow paths.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    /// Whether the counts are kept ([`Builder::counters`](crate::Builder::counters)).
+    counting: bool,
+    pub(crate) events: Events,
     issued: CachePadded<AtomicU64>,
     waits: AtomicU64,
     borrowed_ticks: AtomicU64,
@@ -55,8 +61,27 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    /// `None` when there is nothing to count or tell.
+    pub(crate) fn new(counting: bool, events: Events) -> Option<Box<Counters>> {
+        (counting || events.is_on()).then(|| {
+            Box::new(Counters {
+                counting,
+                events,
+                ..Counters::default()
+            })
+        })
+    }
+
+    /// The counts, if counting is on.
+    pub(crate) fn stats(&self) -> Option<Stats> {
+        self.counting.then(|| self.snapshot())
+    }
+
     #[inline]
     pub(crate) fn record(&self, step: &Step) {
+        if !self.counting {
+            return;
+        }
         self.issued.fetch_add(step.count, Ordering::Relaxed);
         match step.event {
             Event::Plain => {}
@@ -76,15 +101,25 @@ impl Counters {
     }
 
     pub(crate) fn record_wait(&self) {
-        self.waits.fetch_add(1, Ordering::Relaxed);
+        if self.counting {
+            self.waits.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn record_lost_race(&self) {
-        self.lost_races.fetch_add(1, Ordering::Relaxed);
+        if self.counting {
+            self.lost_races.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    pub(crate) fn record_behind(&self) {
-        self.clock_behind.fetch_add(1, Ordering::Relaxed);
+    /// A call found the clock `behind_ms` behind and stalled.
+    pub(crate) fn record_behind(&self, behind_ms: u64) {
+        if self.counting {
+            self.clock_behind.fetch_add(1, Ordering::Relaxed);
+        }
+        self.events.emit(crate::Event::ClockBehind {
+            behind: std::time::Duration::from_millis(behind_ms),
+        });
     }
 
     pub(crate) fn snapshot(&self) -> Stats {

@@ -1,6 +1,6 @@
 //! Waiting through stalls as the policies say, shared by both generators.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::IdBatch;
 use super::core::Miss;
@@ -133,7 +133,7 @@ fn reserve<R: Reserve + ?Sized>(r: &R, n: u64, mode: Mode) -> Result<Step, Gener
 /// call (a clock behind is counted, a missing reservation asked for).
 pub(crate) fn note_stall<R: Reserve + ?Sized>(r: &R, stall: Stall) {
     match (r.counters(), stall) {
-        (Some(c), Stall::Behind { .. }) => c.record_behind(),
+        (Some(c), Stall::Behind { behind_ms }) => c.record_behind(behind_ms),
         (_, Stall::Unreserved { clock, tick }) => {
             if let Some(reservation) = r.plan().reservation() {
                 reservation.request(clock, tick);
@@ -153,6 +153,9 @@ pub(crate) struct Waiting {
     deadline: Option<Deadline>,
     /// Whether a pause was decided yet (the `waits` counter counts calls).
     waited: bool,
+    /// When the first pause began, if an event hook wants to hear how long
+    /// the call waited.
+    since: Option<Instant>,
 }
 
 impl Waiting {
@@ -163,6 +166,17 @@ impl Waiting {
             mode,
             deadline: None,
             waited: false,
+            since: None,
+        }
+    }
+
+    /// The call ends (with IDs or an error): tells the event hook how long
+    /// it waited, if it did.
+    pub(crate) fn finish<R: Reserve + ?Sized>(self, r: &R) {
+        if let (Some(since), Some(c)) = (self.since, r.counters()) {
+            c.events.emit(crate::Event::Waited {
+                waited: since.elapsed(),
+            });
         }
     }
 
@@ -224,6 +238,9 @@ impl Waiting {
         if !self.waited {
             self.waited = true;
             if let Some(c) = r.counters() {
+                if c.events.is_on() {
+                    self.since = Some(Instant::now());
+                }
                 c.record_wait();
             }
         }
@@ -243,13 +260,18 @@ fn wait<R: Reserve + ?Sized>(
     note_stall(r, stall);
     let mut waiting = Waiting::new(mode);
     let backoff = Backoff::new();
-    loop {
-        pause(&backoff, waiting.pause(r, stall)?);
+    let outcome = loop {
+        match waiting.pause(r, stall) {
+            Ok(duration) => pause(&backoff, duration),
+            Err(e) => break Err(e),
+        }
         match r.poll(n) {
-            Ok(step) => return Ok(step),
+            Ok(step) => break Ok(step),
             Err(next) => stall = next,
         }
-    }
+    };
+    waiting.finish(r);
+    outcome
 }
 
 /// The longest sleep between two looks at the clock: a wait worked out from
@@ -285,6 +307,7 @@ mod tests {
         let ms = Duration::from_millis;
         let layout = Layout::twitter();
         let g = Generator::builder(layout.clone())
+            .single_node()
             .clock(ManualClock::new(1_700_000_000_000))
             .on_clock_behind(OnClockBehind::Wait { max: ms(50) })
             .counters(true)

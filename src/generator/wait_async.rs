@@ -33,16 +33,21 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
     };
     wait::note_stall(r, stall);
     let mut waiting = Waiting::new(mode);
-    loop {
+    let outcome = loop {
         // In slices, as the blocking wait does: a pause worked out from a
         // clock far behind ends soon after the clock is corrected.
-        let pause = waiting.pause(r, stall)?;
+        let pause = match waiting.pause(r, stall) {
+            Ok(pause) => pause,
+            Err(e) => break Err(e),
+        };
         sleep(pause.clamp(MIN_PAUSE, wait::LONGEST_SLEEP)).await;
         match r.poll(n) {
-            Ok(step) => return Ok(wait::batch(r.plan(), step)),
+            Ok(step) => break Ok(wait::batch(r.plan(), step)),
             Err(next) => stall = next,
         }
-    }
+    };
+    waiting.finish(r);
+    outcome
 }
 
 /// Async versions of the waiting calls (feature `tokio`).
@@ -98,7 +103,7 @@ impl<C: Clock> Generator<C> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(41).sequence(1).build()?;
-    /// let generator = Generator::builder(layout)
+    /// let generator = Generator::builder(layout).single_node()
     ///     .clock(ManualClock::new(1_000))
     ///     .on_exhausted(OnExhausted::Error)
     ///     .build()?;
@@ -192,7 +197,9 @@ mod tests {
     fn a_fenced_generator_waits_for_the_lease_without_blocking_the_executor() {
         let fence = Arc::new(Fence::new());
         let layout = Layout::twitter();
-        let mut builder = Generator::builder(layout.clone()).clock(ManualClock::new(T));
+        let mut builder = Generator::builder(layout.clone())
+            .single_node()
+            .clock(ManualClock::new(T));
         builder.fence = Some(fence.clone());
         let generator = builder.build().unwrap();
         runtime().block_on(async {

@@ -323,6 +323,7 @@ impl Process {
             lease = lease.rotate_after_rollback(threshold);
         }
         let mut builder = Generator::builder(layout())
+            .single_node()
             .clock(wall.clone())
             .on_clock_behind(profile.on_behind)
             .on_exhausted(profile.on_exhausted);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::LeaseError;
 use crate::clock::{Clock, SystemClock};
+use crate::events::{Event, Events};
 use crate::fence::{Fence, Grant, Keeper};
 use crate::layout::Layout;
 
@@ -192,6 +193,8 @@ pub(crate) struct Settings {
     pub(crate) rotate_after_ticks: u64,
     pub(crate) server: String,
     pub(crate) wall: WallClock,
+    /// The generator's event hook, told of claims, failures and fences.
+    pub(crate) events: Events,
 }
 
 impl Settings {
@@ -412,7 +415,9 @@ impl<S: Store> Run<S> {
             .fence
             .now_ns()
             .saturating_add(nanos(self.settings.renew_every()));
+        let node_id = held.claim.node;
         self.held = Some(held);
+        self.settings.events.emit(Event::LeaseClaimed { node_id });
         Ok(())
     }
 
@@ -545,10 +550,13 @@ impl<S: Store> Run<S> {
             let fresh_before = self.settings.layout.unix_ms(now_tick);
             match self.claim(Some(fresh_before)) {
                 Ok(new) => {
+                    let to = new.claim.node;
                     // The fence is open for the new node id; the old one
                     // keeps its mark (our ceiling) and goes back.
                     if let Some(old) = self.held.replace(new) {
+                        let from = old.claim.node;
                         self.give_back(old.claim, None);
+                        self.settings.events.emit(Event::LeaseRotated { from, to });
                     }
                     self.next_renewal = now.saturating_add(renew_every);
                 }
@@ -590,9 +598,13 @@ impl<S: Store> Run<S> {
                         self.fence.close();
                         h.valid_until = 0;
                     }
-                    Err(_) => {
+                    Err(error) => {
                         self.retry_at = self.fence.now_ns().saturating_add(retry_every);
                         self.next_renewal = self.next_renewal.max(self.retry_at);
+                        self.settings.events.emit(Event::LeaseRenewalFailed {
+                            node_id: h.claim.node,
+                            error,
+                        });
                     }
                 }
             }
@@ -604,8 +616,10 @@ impl<S: Store> Run<S> {
                 // then need not wait for the clock to pass that.
                 self.fence.close();
                 if let Some(lost) = self.held.take() {
+                    let node_id = lost.claim.node;
                     let mark_ms = lost.granted_ms.max(lost.claim.mark_ms);
                     self.orphans.push((lost.claim, Some(mark_ms)));
+                    self.settings.events.emit(Event::Fenced { node_id });
                 }
                 self.next_claim = 0;
             }
@@ -615,7 +629,9 @@ impl<S: Store> Run<S> {
             match self.claim(None) {
                 Ok(h) => {
                     self.next_renewal = self.fence.now_ns().saturating_add(renew_every);
+                    let node_id = h.claim.node;
                     self.held = Some(h);
+                    self.settings.events.emit(Event::LeaseReopened { node_id });
                 }
                 Err(_) => {
                     self.next_claim = self.fence.now_ns().saturating_add(retry_every);

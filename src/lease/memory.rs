@@ -514,7 +514,7 @@ mod tests {
 
     fn node(lease: &Lease, at_ms: u64) -> Result<SimNode, BuildError> {
         SimNode::start(
-            Generator::builder(Layout::twitter()),
+            Generator::builder(Layout::twitter()).single_node(),
             ManualClock::new(at_ms),
             lease,
         )

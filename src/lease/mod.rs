@@ -705,6 +705,7 @@ impl Lease {
             rotate_after_ticks,
             server: self.server(),
             wall: keeper::WallClock::system(),
+            events: crate::events::Events::default(),
         })
     }
 }
@@ -765,8 +766,10 @@ pub(crate) fn start(
     layout: &Layout,
     lead: Duration,
     fence: &Arc<Fence>,
+    events: &crate::events::Events,
 ) -> Result<Box<dyn Keeper>, LeaseError> {
-    let settings = lease.settings(layout, lead)?;
+    let mut settings = lease.settings(layout, lead)?;
+    settings.events = events.clone();
     let token = token();
     let prefix = lease.prefix.clone();
     let fence = fence.clone();

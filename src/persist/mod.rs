@@ -132,6 +132,7 @@ pub use file::FileStore;
 pub(crate) use format::SavedState;
 
 use crate::BuildError;
+use crate::events::{Event, Events};
 use crate::layout::{Layout, mask};
 use crate::primitive::thread::{self, JoinHandle, Thread};
 use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
@@ -222,7 +223,7 @@ pub trait StateStore: Send + 'static {
 /// #     .build()?;
 /// // `layout` has a 2-bit clock-id field.
 /// let clock = ManualClock::new(1_700_000_000_000);
-/// let builder = Generator::builder(layout.clone()).clock(clock.clone());
+/// let builder = Generator::builder(layout.clone()).single_node().clock(clock.clone());
 /// let rule = RestartRule::NextClockId;
 /// let start = || builder.clone().persist(Persist::file(&path).restart_rule(rule)).build();
 /// let before = layout.decode(start()?.next_id())?;
@@ -264,7 +265,7 @@ pub enum RestartRule {
 /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-on-invalid-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("node-7.state");
-/// let builder = Generator::builder(Layout::twitter()).clock(ManualClock::new(1_700_000_000_000));
+/// let builder = Generator::builder(Layout::twitter()).single_node().clock(ManualClock::new(1_700_000_000_000));
 /// drop(builder.clone().node_id(7).persist(Persist::file(&path)).build()?);
 /// // Node 8 started on node 7's file by mistake: refused, never silently reset.
 /// let persist = Persist::file(&path).on_invalid_state(OnInvalidState::Refuse);
@@ -392,7 +393,7 @@ impl Persist {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // `InMemory`: the store of the `StateStore` example.
-    /// let builder = Generator::builder(Layout::twitter())
+    /// let builder = Generator::builder(Layout::twitter()).single_node()
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .persist(Persist::store(InMemory::default()));
     /// let generator = builder.clone().build()?;
@@ -438,7 +439,7 @@ impl Persist {
     /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-persist-window-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let path = dir.join("node-0.state");
-    /// let builder = Generator::builder(Layout::twitter()).clock(ManualClock::new(1_700_000_000_000));
+    /// let builder = Generator::builder(Layout::twitter()).single_node().clock(ManualClock::new(1_700_000_000_000));
     /// let five = Persist::file(&path).window(Duration::from_secs(5)); // a crash forfeits up to 5 s
     /// let generator = builder.clone().persist(five).build()?;
     /// # drop(generator);
@@ -464,7 +465,7 @@ impl Persist {
     /// # std::fs::create_dir_all(&dir)?;
     /// let persist = Persist::file(dir.join("node-0.state")).restart_rule(RestartRule::NextClockId);
     /// // Twitter's layout has no clock-id field to move along.
-    /// let err = Generator::builder(Layout::twitter()).persist(persist).build().unwrap_err();
+    /// let err = Generator::builder(Layout::twitter()).single_node().persist(persist).build().unwrap_err();
     /// assert!(matches!(err, BuildError::NeedsClockIdField { .. }));
     /// # std::fs::remove_dir_all(&dir)?;
     /// # Ok(())
@@ -490,7 +491,7 @@ impl Persist {
     /// // The operator's word: this node issued nothing after 1_700_000_000_000.
     /// let replace = OnInvalidState::Replace { issued_until_ms: 1_700_000_000_000 };
     /// let persist = Persist::file(&path).on_invalid_state(replace);
-    /// let generator = Generator::builder(Layout::twitter()).clock(clock.clone()).persist(persist).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).persist(persist).build()?;
     /// assert!(generator.poll_id().is_err()); // nothing at or before that instant
     /// clock.advance(Duration::from_millis(1));
     /// assert_eq!(generator.layout().decode(generator.next_id())?.unix_ms(), 1_700_000_000_001);
@@ -709,6 +710,7 @@ pub(crate) fn start(
     configured_clock_id: u64,
     now_tick: u64,
     lead: Duration,
+    events: &Events,
 ) -> Result<Started, BuildError> {
     if persist.window > MAX_WINDOW {
         return Err(BuildError::WindowTooLong {
@@ -821,6 +823,7 @@ pub(crate) fn start(
         poll,
         unit,
         slack,
+        events: events.clone(),
     };
     let thread = thread::Builder::new()
         .name("flakeid-persist".into())
@@ -935,6 +938,8 @@ struct Writer {
     /// Ticks each new mark reaches ahead at least, for the time the save
     /// itself takes ([`SaveTimer::slack`]).
     slack: u64,
+    /// The generator's event hook, told of failed and recovered saves.
+    events: Events,
 }
 
 /// Times a save, so that the next mark reaches at least as far ahead as a
@@ -1011,10 +1016,14 @@ impl Writer {
                         r.ceilings[c].store(marks[c], Ordering::Release);
                     }
                     self.marks = marks;
-                    r.set_failure(None);
+                    if r.is_failing() {
+                        r.set_failure(None);
+                        self.events.emit(Event::SaveRecovered);
+                    }
                     retry = Duration::from_millis(10);
                 }
                 Err(e) => {
+                    self.events.emit(Event::SaveFailed { error: e.clone() });
                     r.set_failure(Some(e));
                     thread::park_timeout(retry);
                     retry = (retry * 2).min(Duration::from_secs(1));

@@ -10,12 +10,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use flakeid::{
-    BuildError, Clock, GenerateError, Generator, Health, Id, Layout, Lease, LeaseError,
+    BuildError, Clock, Event, GenerateError, Generator, Health, Id, Layout, Lease, LeaseError,
     ManualClock, Persist,
 };
 pub use flakeid_test_servers::{Impostor, Kind, Proxy, Server, free_port, unique_prefix, url_at};
@@ -438,8 +438,18 @@ struct Seen {
 pub fn killed_then_restarted(server: &mut Server) {
     const GENERATORS: usize = 8;
     let prefix = unique_prefix("kill");
-    let generators: Vec<Generator> = (0..GENERATORS)
-        .map(|_| build(server.lease(&prefix)).unwrap())
+    // Each generator's lease events, as its hook heard them.
+    let heard: Vec<Arc<Mutex<Vec<Event>>>> = (0..GENERATORS).map(|_| Arc::default()).collect();
+    let generators: Vec<Generator> = heard
+        .iter()
+        .map(|log| {
+            let log = log.clone();
+            Generator::builder(Layout::twitter())
+                .lease(server.lease(&prefix))
+                .on_event(move |e: &Event| log.lock().unwrap().push(e.clone()))
+                .build()
+                .unwrap()
+        })
         .collect();
     let stop = AtomicBool::new(false);
     let back = AtomicBool::new(false);
@@ -498,6 +508,19 @@ pub fn killed_then_restarted(server: &mut Server) {
                     killed.elapsed()
                 ),
                 other => panic!("a generator past its deadline reports {other:?}"),
+            }
+        }
+        // The async handler's pattern answers at once (503) instead of
+        // hanging until the store is back, as `next_id_async` would.
+        #[cfg(feature = "tokio")]
+        {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            for g in &generators {
+                let answer = runtime.block_on(g.try_next_id_async());
+                assert_eq!(answer, Err(GenerateError::Fenced));
             }
         }
         let restarted = Instant::now();
@@ -563,6 +586,27 @@ pub fn killed_then_restarted(server: &mut Server) {
         "two generators share a node id after reclaiming"
     );
     assert_unique(&mut all);
+    // Each hook heard the claim, then (after failed renewals, if any were
+    // due) the fence, then the fresh claim, each with its node id.
+    for (g, log) in generators.iter().zip(&heard) {
+        let events: Vec<Event> = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| !matches!(e, Event::LeaseRenewalFailed { .. }))
+            .cloned()
+            .collect();
+        let [
+            Event::LeaseClaimed { node_id: first },
+            Event::Fenced { node_id: fenced },
+            Event::LeaseReopened { node_id: reopened },
+        ] = events[..]
+        else {
+            panic!("lease events heard: {events:?}");
+        };
+        assert_eq!(first, fenced);
+        assert_eq!(reopened, g.node_id());
+    }
 }
 
 /// One simulated node's life, for [`churn`].

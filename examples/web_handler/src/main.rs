@@ -5,14 +5,21 @@
 //! curl -X POST localhost:3000/events          # {"id":"2124401418084446208"}
 //! curl -X POST localhost:3000/orders          # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}
 //! curl localhost:3000/orders/2WvmQI3TZzc      # {"id":"2WvmQI3TZzc","created":"2026-11-22T07:15:42.198Z"}
+//! curl localhost:3000/ready                    # issuing
 //! ```
 //!
 //! - `/events` is an internal API: the ID goes out as is, and serde writes it
 //!   as a decimal string so JavaScript clients do not round it.
 //! - `/orders` is public: the ID goes out as a volume-hiding public id in
 //!   base62, so customers cannot count orders by subtracting two of them.
-//! - The handlers await `next_id_async`: when a millisecond's sequence is used
-//!   up they sleep on tokio's timer, and the executor keeps serving others.
+//! - The handlers await `try_next_id_async`: a used-up millisecond is waited
+//!   out on tokio's timer (the executor keeps serving others), but what
+//!   cannot be waited out in a request's time (a lapsed node-id lease, failing
+//!   storage, a layout past its end) is answered at once with 503 and
+//!   `Retry-After`, instead of a request that hangs.
+//! - `/ready` is the readiness probe: 200 while the generator issues, 503
+//!   (with the reason) while it cannot, so the load balancer sends requests
+//!   elsewhere.
 //!
 //! The public-id key comes from `FLAKEID_PUBLIC_KEY` (32 hex digits); the
 //! port from `PORT` (default 3000).
@@ -20,10 +27,11 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use flakeid::{Generator, Id, Layout, PublicIds};
+use flakeid::{GenerateError, Generator, Id, Layout, PublicIds};
 use serde::Serialize;
 
 struct App {
@@ -42,25 +50,75 @@ struct Order {
     created: String,
 }
 
-type Failure = (StatusCode, String);
+/// An error answer: its status, whether to ask the client to retry, and
+/// what went wrong.
+struct Failure {
+    status: StatusCode,
+    retry: bool,
+    message: String,
+}
 
-async fn create_event(State(app): State<Arc<App>>) -> Json<Event> {
-    Json(Event {
-        id: app.generator.next_id_async().await,
-    })
+impl Failure {
+    fn new(status: StatusCode, message: impl std::fmt::Display) -> Failure {
+        Failure {
+            status,
+            retry: false,
+            message: message.to_string(),
+        }
+    }
+
+    /// 503 with `Retry-After`: the generator cannot issue now.
+    fn unavailable(e: &GenerateError) -> Failure {
+        Failure {
+            retry: true,
+            ..Failure::new(StatusCode::SERVICE_UNAVAILABLE, format!("no id now: {e}"))
+        }
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        if self.retry {
+            (self.status, [(header::RETRY_AFTER, "1")], self.message).into_response()
+        } else {
+            (self.status, self.message).into_response()
+        }
+    }
+}
+
+async fn create_event(State(app): State<Arc<App>>) -> Result<Json<Event>, Failure> {
+    match app.generator.try_next_id_async().await {
+        Ok(id) => Ok(Json(Event { id })),
+        Err(e) => Err(Failure::unavailable(&e)),
+    }
 }
 
 async fn create_order(State(app): State<Arc<App>>) -> Result<Json<Order>, Failure> {
-    let id = app.generator.next_id_async().await;
+    let id = app
+        .generator
+        .try_next_id_async()
+        .await
+        .map_err(|e| Failure::unavailable(&e))?;
     order(&app, id)
+}
+
+async fn ready(State(app): State<Arc<App>>) -> (StatusCode, String) {
+    let health = app.generator.health();
+    let code = if health.is_ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, health.to_string())
 }
 
 async fn show_order(
     State(app): State<Arc<App>>,
     Path(public): Path<String>,
 ) -> Result<Json<Order>, Failure> {
-    let bad =
-        |e: &dyn std::fmt::Display| (StatusCode::NOT_FOUND, format!("no order {public:?}: {e}"));
+    let bad = |e: &dyn std::fmt::Display| {
+        Failure::new(StatusCode::NOT_FOUND, format!("no order {public:?}: {e}"))
+    };
     let public_id = Id::parse_base62(&public).map_err(|e| bad(&e))?;
     let id = app.public_ids.from_public(public_id).map_err(|e| bad(&e))?;
     // Any 63-bit number maps back to some ID; a real service now looks it
@@ -72,7 +130,7 @@ async fn show_order(
 }
 
 fn order(app: &App, id: Id) -> Result<Json<Order>, Failure> {
-    let internal = |e: &dyn std::fmt::Display| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    let internal = |e: &dyn std::fmt::Display| Failure::new(StatusCode::INTERNAL_SERVER_ERROR, e);
     let public_id = app.public_ids.to_public(id).map_err(|e| internal(&e))?;
     let decoded = app
         .generator
@@ -106,6 +164,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/events", post(create_event))
         .route("/orders", post(create_order))
         .route("/orders/{id}", get(show_order))
+        .route("/ready", get(ready))
         .with_state(app);
     let port: u16 = std::env::var("PORT").map_or(Ok(3000), |p| p.parse())?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;

@@ -1,13 +1,15 @@
-//! Real servers for flakeid's lease tests and the `lease_measure` example:
-//! Debian's `etcd` (package `etcd-server`) and `redis-server`, started on
-//! 127.0.0.1 on free ports in temporary data directories and killed when
-//! dropped; a TCP proxy that can cut or freeze a client's connections; and an
-//! impostor that answers nonsense.
+//! Real servers for flakeid's lease and database tests and the
+//! `lease_measure` example: Debian's `etcd` (package `etcd-server`) and
+//! `redis-server`, started on 127.0.0.1 on free ports in temporary data
+//! directories and killed when dropped; a TCP proxy that can cut or freeze a
+//! client's connections; an impostor that answers nonsense; and a PostgreSQL
+//! server ([`Postgres`], package `postgresql`) with a cluster of its own.
 //!
 //! Nothing here knows flakeid: the scenarios that drive leases through these
-//! servers are in `tests/lease_support/`. A crate of its own (not a module
-//! included by path) so the tests and the example use one copy the ordinary
-//! way; a dev-dependency only, so it is never published.
+//! servers are in `tests/lease_support/`, the database ones in
+//! `tests/postgres.rs`. A crate of its own (not a module included by path)
+//! so the tests and the examples use one copy the ordinary way; a
+//! dev-dependency only, so it is never published.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -17,6 +19,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+mod postgres;
+
+pub use postgres::Postgres;
 
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
