@@ -393,7 +393,7 @@ fn bench_prints_the_table_progress_and_chart() {
 #[test]
 fn a_closed_pipe_ends_gen_quietly() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flakeid"))
-        .args(["gen", "-n", "100000000"])
+        .args(["gen", "-n", "100000000", "--node", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -150,7 +150,7 @@ fn the_block_reader_pairs_each_block_with_its_dependencies() {
                   serde_json = \"1\"\n```\n\ntext\n\n```rust\nfn main() {}\n```\n```sh\nls\n```\n";
     let found = snippets(readme);
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].line, 8);
+    assert_eq!(found[0].line, 9);
     assert_eq!(found[0].code, "fn main() {}\n");
     assert_eq!(
         found[0].dependencies,
