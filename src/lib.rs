@@ -451,9 +451,9 @@
 //! - `examples/web_handler/`: axum handlers handing out IDs and public ids,
 //!   a crate of its own so that axum is not a dependency of this one
 //!   (`cargo run -p flakeid-web-handler`).
-//! - `examples/bulk_insert.rs`: 100,000 rows into PostgreSQL with
-//!   `next_ids` batches and multi-row `INSERT`s (feature `postgres-types`;
-//!   `DATABASE_URL` names the server).
+//! - `examples/bulk_insert/`: 100,000 rows into PostgreSQL with `next_ids`
+//!   batches and multi-row `INSERT`s, a crate of its own for tokio-postgres
+//!   (`DATABASE_URL=... cargo run --release -p flakeid-bulk-insert`).
 //! - `examples/decode_logs.rs`: finds IDs in log lines and decodes them.
 //! - `examples/lease_measure.rs`: the lease numbers (in the `lease` module docs), measured on
 //!   real etcd and Redis servers it starts itself.

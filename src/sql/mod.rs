@@ -51,7 +51,7 @@
 //!
 //! With tokio-postgres (feature `postgres-types`):
 //!
-//! ```no_run
+//! ```ignore
 //! # #[cfg(feature = "postgres-types")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -84,7 +84,7 @@
 //! With sqlx (feature `sqlx`; here its PostgreSQL driver, the same code for
 //! MySQL and SQLite with their placeholders):
 //!
-//! ```no_run
+//! ```ignore
 //! # #[cfg(feature = "sqlx")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -110,7 +110,10 @@
 //!
 //! # Tested databases
 //!
-//! `tests/postgres.rs` runs both crates against a real PostgreSQL server
+//! `tests/sql` (`cargo test -p flakeid-sql-tests`, a crate of its own so
+//! that the clients are not dependencies of this one; it runs the queries of
+//! the examples here, which rustdoc therefore does not) runs both crates
+//! against a real PostgreSQL server
 //! (Debian's `postgresql`, started by the test) and sqlx against SQLite in
 //! process (`sqlite::memory:`): round trips, `ORDER BY id` against creation
 //! order, a `BIGINT PRIMARY KEY`, time-range queries, and the refusals both

@@ -4,6 +4,11 @@
 //! The impls are generic over `sqlx::Database`, so this crate needs only
 //! sqlx-core: the user's own drivers (PostgreSQL, MySQL, SQLite) bring the
 //! `i64` impls these delegate to.
+//!
+//! The examples below need a driver (SQLite's, in process), which this crate
+//! does not depend on, so rustdoc does not run them here; `tests/sql` runs
+//! the same calls against SQLite and PostgreSQL (`cargo test -p
+//! flakeid-sql-tests`).
 
 use ::sqlx::encode::IsNull;
 use ::sqlx::error::BoxDynError;
@@ -14,7 +19,7 @@ use crate::Id;
 /// An `Id` has the SQL type of an `i64`: a `BIGINT` (PostgreSQL's `INT8`,
 /// SQLite's `INTEGER`), with the same compatible column types.
 ///
-/// ```
+/// ```ignore
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use flakeid::{Generator, Id, Layout};
@@ -61,7 +66,7 @@ where
 /// `Query::bind` keeps its message and the query's `execute` or `fetch`
 /// returns it, before anything reaches the database.
 ///
-/// ```
+/// ```ignore
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use flakeid::{ConvertIdError, Id};
@@ -112,7 +117,7 @@ where
 /// negative integer is not an id"), which sqlx reports as
 /// `sqlx::Error::ColumnDecode`: no layout makes one.
 ///
-/// ```
+/// ```ignore
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use flakeid::{ConvertIdError, Id};

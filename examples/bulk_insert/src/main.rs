@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! export DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres
-//! cargo run --release --example bulk_insert --features postgres-types           # 100,000 rows
-//! cargo run --release --example bulk_insert --features postgres-types -- 5000   # 5,000 rows
+//! cargo run --release -p flakeid-bulk-insert           # 100,000 rows
+//! cargo run --release -p flakeid-bulk-insert -- 5000   # 5,000 rows
 //! ```
 //!
 //! It (re)creates the table `flakeid_bulk_insert` and leaves it there to look
@@ -42,7 +42,7 @@ async fn main() -> Result<ExitCode, Box<dyn std::error::Error>> {
         eprintln!(
             "bulk_insert writes to a PostgreSQL database: set DATABASE_URL, for example\n  \
              DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
-             cargo run --release --example bulk_insert --features postgres-types [rows]\n\
+             cargo run --release -p flakeid-bulk-insert -- [rows]\n\
              It (re)creates the table {TABLE} there."
         );
         return Ok(ExitCode::from(2));
