@@ -30,6 +30,11 @@ use crate::id_string::IdFormat;
 /// ```
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(
+    feature = "diesel",
+    derive(diesel::expression::AsExpression, diesel::deserialize::FromSqlRow),
+    diesel(sql_type = diesel::sql_types::BigInt)
+)]
 pub struct Id(u64);
 
 impl Id {

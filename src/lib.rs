@@ -510,6 +510,10 @@
 //!   whose `i64` has them (PostgreSQL, MySQL, SQLite), checked the same way
 //!   (adds `sqlx` without default features: sqlx-core, no driver; sqlx 0.9
 //!   needs Rust 1.94).
+//! - `diesel`: Diesel's `ToSql`, `FromSql`, `AsExpression` and `FromSqlRow`
+//!   for [`Id`] as a checked `BigInt` on the PostgreSQL and MySQL backends
+//!   (adds `diesel` with their backend types, no native library);
+//!   `diesel-sqlite` adds the SQLite backend (which builds or links SQLite).
 //! - `tracing`: [`events::Tracing`], an event hook that writes `tracing`
 //!   events (adds `tracing`).
 //! - `metrics`: [`events::Metrics`], an event hook that records counters and
@@ -546,8 +550,11 @@ mod rfc3339;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod serde;
-#[cfg(any(feature = "postgres-types", feature = "sqlx"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "postgres-types", feature = "sqlx"))))]
+#[cfg(any(feature = "postgres-types", feature = "sqlx", feature = "diesel"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres-types", feature = "sqlx", feature = "diesel")))
+)]
 pub mod sql;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};

@@ -1,7 +1,9 @@
 //! [`Id`](crate::Id) in SQL databases: `ToSql` and `FromSql` for
-//! rust-postgres and tokio-postgres (feature `postgres-types`), and sqlx's
+//! rust-postgres and tokio-postgres (feature `postgres-types`), sqlx's
 //! `Type`, `Encode` and `Decode` on every database whose `i64` has them
-//! (feature `sqlx`).
+//! (feature `sqlx`), and Diesel's `ToSql`, `FromSql`, `AsExpression` and
+//! `FromSqlRow` (feature `diesel` for PostgreSQL and MySQL, `diesel-sqlite`
+//! for SQLite too).
 //!
 //! # A signed `BIGINT`
 //!
@@ -112,19 +114,22 @@
 //!
 //! `tests/sql` (`cargo test -p flakeid-sql-tests`, a crate of its own so
 //! that the clients are not dependencies of this one; it runs the queries of
-//! the examples here, which rustdoc therefore does not) runs both crates
-//! against a real PostgreSQL server
-//! (Debian's `postgresql`, started by the test) and sqlx against SQLite in
-//! process (`sqlite::memory:`): round trips, `ORDER BY id` against creation
-//! order, a `BIGINT PRIMARY KEY`, time-range queries, and the refusals both
-//! ways. MySQL and MariaDB are not tested; they use the same generic sqlx
-//! impls, which delegate to `i64`'s.
+//! the examples here, which rustdoc therefore does not) runs tokio-postgres,
+//! sqlx and Diesel against a real PostgreSQL server (Debian's `postgresql`,
+//! started by the test), and sqlx and Diesel against SQLite in process:
+//! round trips, `ORDER BY id` against creation order, a `BIGINT PRIMARY
+//! KEY`, time-range queries, and the refusals both ways. MySQL and MariaDB
+//! are not tested: sqlx's impls are the same generic ones, which delegate to
+//! `i64`'s; Diesel's MySQL `ToSql` writes the checked number as Diesel's own
+//! `i64` does (native byte order), and its `FromSql` is the generic one.
 //!
 //! sqlx binds a `Vec<Id>` to a PostgreSQL array only through a driver trait
 //! (`PgHasArrayType`) this crate does not implement, since that would tie it
 //! to one driver: bind a `Vec<i64>` for `id = ANY($1)`. postgres-types takes
 //! `&[Id]` as an `INT8[]` directly.
 
+#[cfg(feature = "diesel")]
+mod diesel;
 #[cfg(feature = "postgres-types")]
 mod postgres_types;
 #[cfg(feature = "sqlx")]
