@@ -176,7 +176,7 @@ impl ManualClock {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).clock(clock).build()?;
     /// let decoded = generator.layout().decode(generator.next_id())?;
     /// assert_eq!(decoded.unix_ms(), 1_700_000_000_000);
     /// # Ok(())

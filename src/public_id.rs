@@ -130,7 +130,7 @@ impl PublicIds {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let public_ids = PublicIds::with_bits([7; 16], 53)?;
-    /// let generator = Generator::builder(Layout::js_safe()).single_node().build()?;
+    /// let generator = Generator::builder(Layout::js_safe()).node_id(1).build()?;
     /// let public = public_ids.to_public(generator.next_id())?;
     /// assert!(public.to_u64() < 1 << 53); // Number.MAX_SAFE_INTEGER holds it
     /// assert!(PublicIds::with_bits([7; 16], 16).is_err());

@@ -120,7 +120,8 @@ impl<C: Clock> Generator<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(clock.clone())
     ///     .on_clock_behind(OnClockBehind::Error)
     ///     .build()?;
@@ -203,7 +204,8 @@ impl<C: Clock> Generator<C> {
     /// use flakeid::{GenerateError, Generator, Layout, ManualClock, OnExhausted};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .on_exhausted(OnExhausted::Error)
     ///     .build()?;
@@ -230,7 +232,7 @@ impl<C: Clock> Generator<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).clock(clock.clone()).build()?;
     /// assert_eq!(generator.poll_ids(4_096)?.len(), 4_096);
     /// // The tick is used up: `next_ids` would wait for the next one.
     /// let next = generator.poll_ids(10);
@@ -321,7 +323,8 @@ impl<C: Clock> Generator<C> {
     /// use std::time::Duration;
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
     /// generator.clock().advance(Duration::from_millis(5));
@@ -363,7 +366,8 @@ impl<C: Clock> Generator<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(clock.clone())
     ///     .counters(true)
     ///     .build()?;
@@ -391,7 +395,7 @@ impl<C: Clock> Generator<C> {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let layout = Layout::builder().epoch_ms(1_700_000_000_000).timestamp_bits(10).sequence(12).build()?;
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(layout).single_node().clock(clock.clone()).build()?;
+    /// let generator = Generator::builder(layout).clock(clock.clone()).build()?;
     /// assert_eq!(generator.health(), Health::Issuing);
     /// clock.advance(Duration::from_secs(2)); // 10 bits of ms end after 1.024 s
     /// assert_eq!(generator.health(), Health::Expired { last_ms: 1_700_000_001_023 });

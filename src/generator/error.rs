@@ -153,7 +153,8 @@ impl From<LeaseError> for BuildError {
 ///     .node("worker", 10)
 ///     .sequence(1)
 ///     .build()?;
-/// let generator = Generator::builder(layout).single_node()
+/// let generator = Generator::builder(layout)
+///     .node_id(1)
 ///     .clock(clock)
 ///     .on_exhausted(OnExhausted::Error)
 ///     .build()?;

@@ -233,7 +233,8 @@ impl IdBatch {
     /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
     /// let mut batch = generator.next_ids(3);
@@ -350,16 +351,19 @@ pub(crate) struct Components<C> {
 }
 
 impl Builder {
-    /// A builder for `layout` with the defaults listed above.
+    /// A builder for `layout` with the defaults listed above, and no node id.
     ///
     /// ```
-    /// use flakeid::{Builder, Layout, ManualClock};
+    /// use flakeid::{BuildError, Builder, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Builder::new(Layout::twitter()).single_node()
+    /// let unset = Builder::new(Layout::twitter()).build();
+    /// assert!(matches!(unset, Err(BuildError::NodeIdNotSet)));
+    /// let generator = Builder::new(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
-    /// assert_eq!(generator.node_id(), 0);
+    /// assert_eq!(generator.node_id(), 1);
     /// assert_eq!(generator.stats(), None); // counters off
     /// # Ok(())
     /// # }
@@ -462,7 +466,7 @@ impl<C: Clock> Builder<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).clock(clock.clone()).build()?;
     /// clock.set_ms(1_700_000_060_000); // clones share one time
     /// let decoded = generator.layout().decode(generator.next_id())?;
     /// assert_eq!(decoded.unix_ms(), 1_700_000_060_000);
@@ -495,7 +499,8 @@ impl<C: Clock> Builder<C> {
     /// use std::time::Duration;
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .on_exhausted(OnExhausted::Borrow { max_ahead: Duration::from_millis(10) })
     ///     .build()?;
@@ -518,7 +523,8 @@ impl<C: Clock> Builder<C> {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(clock.clone())
     ///     .on_clock_behind(OnClockBehind::Wait { max: Duration::from_millis(5) })
     ///     .build()?;
@@ -543,12 +549,13 @@ impl<C: Clock> Builder<C> {
     /// use flakeid::{BuildError, Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .random_start(1_024)
     ///     .build()?;
     /// assert!(generator.layout().decode(generator.next_id())?.sequence() < 1_024);
-    /// let out_of_range = Generator::builder(Layout::twitter()).single_node().random_start(5_000).build();
+    /// let out_of_range = Generator::builder(Layout::twitter()).node_id(1).random_start(5_000).build();
     /// assert!(matches!(out_of_range, Err(BuildError::RandomStartOutOfRange { .. })));
     /// # Ok(())
     /// # }
@@ -565,7 +572,8 @@ impl<C: Clock> Builder<C> {
     /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let builder = Generator::builder(Layout::twitter()).single_node()
+    /// let builder = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .random_start(4_000)
     ///     .seed(42);
@@ -593,7 +601,7 @@ impl<C: Clock> Builder<C> {
     ///     .node("worker", 8)
     ///     .sequence(12)
     ///     .build()?;
-    /// let builder = Generator::builder(layout).single_node().clock(ManualClock::new(1_700_000_000_000));
+    /// let builder = Generator::builder(layout).node_id(1).clock(ManualClock::new(1_700_000_000_000));
     /// let generator = builder.clock_id(3).build()?;
     /// assert_eq!(generator.layout().decode(generator.next_id())?.clock_id(), 3);
     /// # Ok(())
@@ -611,7 +619,8 @@ impl<C: Clock> Builder<C> {
     /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = Generator::builder(Layout::twitter()).single_node()
+    /// let generator = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .counters(true)
     ///     .build()?;
@@ -674,7 +683,7 @@ impl<C: Clock> Builder<C> {
     /// # std::fs::create_dir_all(&dir)?;
     /// # let path = dir.join("node-0.state");
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let builder = Generator::builder(Layout::twitter()).single_node().clock(clock.clone());
+    /// let builder = Generator::builder(Layout::twitter()).node_id(1).clock(clock.clone());
     /// let generator = builder.clone().persist(Persist::file(&path)).build()?;
     /// let last = generator.next_id();
     /// drop(generator); // saves the exact last timestamp
@@ -754,7 +763,7 @@ impl<C: Clock> Builder<C> {
     ///     .build()?;
     /// assert_eq!(generator.layout().decode(generator.next_id())?.node_id(), 9);
     /// // Twitter's layout has no clock-id field to move to.
-    /// let next_clock = Generator::builder(Layout::twitter()).single_node().on_exhausted(OnExhausted::NextClock);
+    /// let next_clock = Generator::builder(Layout::twitter()).node_id(1).on_exhausted(OnExhausted::NextClock);
     /// assert!(matches!(next_clock.build(), Err(BuildError::NeedsClockIdField { .. })));
     /// # Ok(())
     /// # }

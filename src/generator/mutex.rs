@@ -24,8 +24,8 @@ use crate::layout::Layout;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let clock = ManualClock::new(1_700_000_000_000);
-/// let lock_free = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).build()?;
-/// let locked = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).build_mutex()?;
+/// let lock_free = Generator::builder(Layout::twitter()).node_id(1).clock(clock.clone()).build()?;
+/// let locked = Generator::builder(Layout::twitter()).node_id(1).clock(clock.clone()).build_mutex()?;
 /// for _ in 0..100 {
 ///     assert_eq!(lock_free.try_next_id(), locked.try_next_id());
 /// }
@@ -110,7 +110,8 @@ impl<C: Clock> MutexGenerator<C> {
     /// use std::time::Duration;
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = MutexGenerator::builder(Layout::twitter()).single_node()
+    /// let generator = MutexGenerator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build_mutex()?;
     /// assert_eq!(generator.poll_ids(4_096)?.len(), 4_096); // the whole tick
@@ -130,7 +131,8 @@ impl<C: Clock> MutexGenerator<C> {
     /// use flakeid::{IdGenerator, Layout, ManualClock, MutexGenerator};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let generator = MutexGenerator::builder(Layout::twitter()).single_node()
+    /// let generator = MutexGenerator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build_mutex()?;
     /// let ids: Vec<_> = generator.next_ids(5).collect();
@@ -148,7 +150,7 @@ impl<C: Clock> MutexGenerator<C> {
     /// use flakeid::{IdGenerator, Layout, ManualClock, MutexGenerator};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let builder = MutexGenerator::builder(Layout::twitter()).single_node().counters(true);
+    /// let builder = MutexGenerator::builder(Layout::twitter()).node_id(1).counters(true);
     /// let generator = builder.clock(ManualClock::new(1_700_000_000_000)).build_mutex()?;
     /// std::thread::scope(|s| {
     ///     for _ in 0..4 {
@@ -176,7 +178,7 @@ impl<C: Clock> MutexGenerator<C> {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let layout = Layout::builder().epoch_ms(1_700_000_000_000).timestamp_bits(10).sequence(12).build()?;
     /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = MutexGenerator::builder(layout).single_node().clock(clock.clone()).build_mutex()?;
+    /// let generator = MutexGenerator::builder(layout).clock(clock.clone()).build_mutex()?;
     /// assert_eq!(generator.health(), Health::Issuing);
     /// clock.advance(Duration::from_secs(2)); // 10 bits of ms end after 1.024 s
     /// assert_eq!(generator.health(), Health::Expired { last_ms: 1_700_000_001_023 });

@@ -103,7 +103,7 @@ impl<C: Clock> Generator<C> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let layout = Layout::builder().epoch_ms(0).timestamp_bits(41).sequence(1).build()?;
-    /// let generator = Generator::builder(layout).single_node()
+    /// let generator = Generator::builder(layout)
     ///     .clock(ManualClock::new(1_000))
     ///     .on_exhausted(OnExhausted::Error)
     ///     .build()?;

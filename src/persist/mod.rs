@@ -223,7 +223,7 @@ pub trait StateStore: Send + 'static {
 /// #     .build()?;
 /// // `layout` has a 2-bit clock-id field.
 /// let clock = ManualClock::new(1_700_000_000_000);
-/// let builder = Generator::builder(layout.clone()).single_node().clock(clock.clone());
+/// let builder = Generator::builder(layout.clone()).node_id(1).clock(clock.clone());
 /// let rule = RestartRule::NextClockId;
 /// let start = || builder.clone().persist(Persist::file(&path).restart_rule(rule)).build();
 /// let before = layout.decode(start()?.next_id())?;
@@ -265,7 +265,7 @@ pub enum RestartRule {
 /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-on-invalid-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("node-7.state");
-/// let builder = Generator::builder(Layout::twitter()).single_node().clock(ManualClock::new(1_700_000_000_000));
+/// let builder = Generator::builder(Layout::twitter()).node_id(1).clock(ManualClock::new(1_700_000_000_000));
 /// drop(builder.clone().node_id(7).persist(Persist::file(&path)).build()?);
 /// // Node 8 started on node 7's file by mistake: refused, never silently reset.
 /// let persist = Persist::file(&path).on_invalid_state(OnInvalidState::Refuse);
@@ -393,7 +393,8 @@ impl Persist {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // `InMemory`: the store of the `StateStore` example.
-    /// let builder = Generator::builder(Layout::twitter()).single_node()
+    /// let builder = Generator::builder(Layout::twitter())
+    ///     .node_id(1)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .persist(Persist::store(InMemory::default()));
     /// let generator = builder.clone().build()?;
@@ -439,7 +440,7 @@ impl Persist {
     /// # let dir = std::env::temp_dir().join(format!("flakeid-doc-persist-window-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let path = dir.join("node-0.state");
-    /// let builder = Generator::builder(Layout::twitter()).single_node().clock(ManualClock::new(1_700_000_000_000));
+    /// let builder = Generator::builder(Layout::twitter()).node_id(1).clock(ManualClock::new(1_700_000_000_000));
     /// let five = Persist::file(&path).window(Duration::from_secs(5)); // a crash forfeits up to 5 s
     /// let generator = builder.clone().persist(five).build()?;
     /// # drop(generator);
@@ -465,7 +466,7 @@ impl Persist {
     /// # std::fs::create_dir_all(&dir)?;
     /// let persist = Persist::file(dir.join("node-0.state")).restart_rule(RestartRule::NextClockId);
     /// // Twitter's layout has no clock-id field to move along.
-    /// let err = Generator::builder(Layout::twitter()).single_node().persist(persist).build().unwrap_err();
+    /// let err = Generator::builder(Layout::twitter()).node_id(1).persist(persist).build().unwrap_err();
     /// assert!(matches!(err, BuildError::NeedsClockIdField { .. }));
     /// # std::fs::remove_dir_all(&dir)?;
     /// # Ok(())
@@ -491,7 +492,7 @@ impl Persist {
     /// // The operator's word: this node issued nothing after 1_700_000_000_000.
     /// let replace = OnInvalidState::Replace { issued_until_ms: 1_700_000_000_000 };
     /// let persist = Persist::file(&path).on_invalid_state(replace);
-    /// let generator = Generator::builder(Layout::twitter()).single_node().clock(clock.clone()).persist(persist).build()?;
+    /// let generator = Generator::builder(Layout::twitter()).node_id(1).clock(clock.clone()).persist(persist).build()?;
     /// assert!(generator.poll_id().is_err()); // nothing at or before that instant
     /// clock.advance(Duration::from_millis(1));
     /// assert_eq!(generator.layout().decode(generator.next_id())?.unix_ms(), 1_700_000_000_001);
