@@ -353,9 +353,15 @@ impl Fence {
     /// Closes the fence: nothing more is issued until a fresh claim. A
     /// generator that finds the deadline passed closes it the same way.
     pub(crate) fn close(&self) {
-        self.closed_at.store(self.now_ns(), Ordering::Relaxed);
+        let now = self.now_ns();
         // A swap, as in `open`.
-        self.valid_until.swap(0, Ordering::Release);
+        let until = self.valid_until.swap(0, Ordering::Release);
+        // A fence closed already keeps the time it closed (the keeper closes
+        // again after a generator found the deadline passed); one whose
+        // deadline passed unnoticed closed at that deadline.
+        if until != 0 {
+            self.closed_at.store(now.min(until), Ordering::Relaxed);
+        }
     }
 
     /// Tells the keeper (cold path) that a generator needs `tick` covered.
@@ -503,6 +509,42 @@ mod tests {
             "a renewal does not reopen a closed fence"
         );
         assert_eq!(fence.ceiling(), 700, "nor raises its ceiling");
+    }
+
+    /// The time a fence closed is when it closed first: at the deadline a
+    /// generator found passed, or the keeper's close; the keeper closing it
+    /// again later (as it does after a lapse) moves nothing.
+    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[test]
+    fn a_fence_is_closed_since_it_first_closed() {
+        let (clock, mock) = quanta::Clock::mock();
+        let fence = Fence::with_clock(clock);
+        let ms = Duration::from_millis;
+        mock.increment(ms(5));
+        assert_eq!(fence.closed_for(), Some(ms(5)), "never opened: since made");
+        fence.open(grant(1, 0), 10_000_000);
+        assert_eq!(fence.closed_for(), None);
+        // The deadline (10 ms) passes; a generator's check closes it.
+        mock.increment(ms(7));
+        assert_eq!(fence.check(), None);
+        assert_eq!(fence.closed_for(), Some(ms(2)));
+        // The keeper notices 40 ms later and closes it again.
+        mock.increment(ms(40));
+        fence.close();
+        assert_eq!(fence.closed_for(), Some(ms(42)));
+        // A deadline nobody checked: closed at the deadline, not at the
+        // keeper's close.
+        fence.open(grant(1, 0), 55_000_000);
+        mock.increment(ms(8));
+        fence.close();
+        assert_eq!(fence.closed_for(), Some(ms(5)));
+        // An open fence the keeper closes (the store says someone else holds
+        // the node id) is closed from then on.
+        fence.open(grant(2, 0), u64::MAX);
+        mock.increment(ms(3));
+        fence.close();
+        mock.increment(ms(4));
+        assert_eq!(fence.closed_for(), Some(ms(4)));
     }
 
     /// A fence on a mocked clock (Miri cannot calibrate the TSC).
