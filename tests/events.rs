@@ -5,15 +5,15 @@
 //! Waits here are for events (a counter moving, a hook hearing something),
 //! never for a span of real time.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use flakeid::{
-    Event, Generator, Layout, ManualClock, OnClockBehind, OnExhausted, Persist, StateError,
-    StateStore,
-};
+use flakeid::{Event, Generator, Layout, ManualClock, OnClockBehind, OnExhausted, Persist};
+
+mod switch_store;
+use switch_store::Switch;
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -143,28 +143,6 @@ fn a_wait_is_heard_once_when_the_call_ends() {
             ref other => panic!("heard {other:?}"),
         }
     });
-}
-
-/// Saves fail while `failing` is set.
-#[derive(Clone, Default)]
-struct Switch {
-    failing: Arc<AtomicBool>,
-}
-
-impl StateStore for Switch {
-    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
-        Ok(None)
-    }
-
-    fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
-        if self.failing.load(Ordering::SeqCst) {
-            return Err(StateError::from_io(
-                "write (injected)",
-                std::io::Error::from(std::io::ErrorKind::StorageFull),
-            ));
-        }
-        Ok(())
-    }
 }
 
 #[test]

@@ -5,41 +5,16 @@
 //! Every wait here is for an event (the writer's failed or successful save),
 //! never for a span of real time.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
 
-use flakeid::{
-    GenerateError, Generator, Health, Layout, ManualClock, MutexGenerator, Persist, StateError,
-    StateStore,
-};
+use flakeid::{GenerateError, Generator, Health, Layout, ManualClock, MutexGenerator, Persist};
+
+mod switch_store;
+use switch_store::Switch;
 
 const T0: u64 = 1_700_000_000_000;
-
-/// Saves succeed until `failing` is set; counts the failed saves.
-#[derive(Clone, Default)]
-struct Switch {
-    failing: Arc<AtomicBool>,
-    failed: Arc<AtomicUsize>,
-}
-
-impl StateStore for Switch {
-    fn load(&mut self) -> Result<Option<Vec<u8>>, StateError> {
-        Ok(None)
-    }
-
-    fn save(&mut self, _: &[u8]) -> Result<(), StateError> {
-        if self.failing.load(Ordering::SeqCst) {
-            self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(StateError::from_io(
-                "write (injected)",
-                std::io::Error::from(std::io::ErrorKind::StorageFull),
-            ));
-        }
-        Ok(())
-    }
-}
 
 #[test]
 fn a_generator_that_issues_is_ready() {
