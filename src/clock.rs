@@ -121,10 +121,15 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
 }
 
 fn system_now_ms() -> u64 {
-    // Before 1970 reads as 1970; past u64 ms is not a real wall clock.
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    // Before 1970 reads as 1970.
+    unix_ms(SystemTime::now()).unwrap_or(0)
+}
+
+/// Milliseconds since the Unix epoch at `time` (`u64::MAX` past that, which
+/// no real clock reaches); `None` before 1970.
+pub(crate) fn unix_ms(time: SystemTime) -> Option<u64> {
+    let since = time.duration_since(UNIX_EPOCH).ok()?;
+    Some(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The plain wall clock (`SystemTime::now`).

@@ -867,13 +867,10 @@ impl Layout {
 
 /// `time` in Unix milliseconds; a time before 1970 is before every epoch.
 fn unix_ms_of(time: SystemTime, epoch_ms: u64) -> Result<u64, FieldError> {
-    match time.duration_since(UNIX_EPOCH) {
-        Ok(since) => Ok(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)),
-        Err(_) => Err(FieldError::BeforeEpoch {
-            unix_ms: 0,
-            epoch_ms,
-        }),
-    }
+    crate::clock::unix_ms(time).ok_or(FieldError::BeforeEpoch {
+        unix_ms: 0,
+        epoch_ms,
+    })
 }
 
 fn check(field: &str, value: u64, max: u64) -> Result<(), FieldError> {
@@ -1220,10 +1217,7 @@ impl LayoutBuilder {
     /// # }
     /// ```
     pub fn epoch(self, epoch: SystemTime) -> Self {
-        let ms = epoch
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        self.epoch_ms(ms)
+        self.epoch_ms(crate::clock::unix_ms(epoch).unwrap_or(0))
     }
 
     /// The time unit in whole milliseconds (default 1; Sonyflake uses 10).
@@ -1344,9 +1338,7 @@ impl LayoutBuilder {
     /// ```
     pub fn build(self) -> Result<Layout, LayoutError> {
         let layout = self.validate()?;
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let now_ms = crate::clock::unix_ms(SystemTime::now()).unwrap_or(0);
         if layout.epoch_ms > now_ms {
             return Err(LayoutError::EpochInFuture {
                 epoch_ms: layout.epoch_ms,
