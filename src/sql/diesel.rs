@@ -6,7 +6,8 @@
 //!
 //! Writing is one impl per backend: Diesel's `ToSql` may let the value it
 //! binds borrow from `self`, so an impl cannot hand it a converted `i64`
-//! generically; each writes the checked number as that backend's `i64` does.
+//! generically. PostgreSQL's and MySQL's hand the checked `i64` to Diesel's
+//! own `i64` impl on a reborrowed output; SQLite's binds it as a value.
 //! Reading is generic over every backend whose `i64` reads a `BigInt`.
 //!
 //! ```ignore
@@ -39,16 +40,10 @@
 
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql};
-use diesel::serialize::{self, IsNull, Output, ToSql};
+use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::BigInt;
 
 use crate::Id;
-
-/// The `i64` holding the same number: an ID above `i64::MAX` is a
-/// [`ConvertIdError`](crate::ConvertIdError), never a negative number.
-fn checked(id: Id) -> Result<i64, Box<dyn std::error::Error + Send + Sync>> {
-    Ok(i64::try_from(id)?)
-}
 
 /// Binds an `Id` as the `BIGINT` (`INT8`) holding the same number.
 ///
@@ -60,8 +55,7 @@ fn checked(id: Id) -> Result<i64, Box<dyn std::error::Error + Send + Sync>> {
 /// `diesel::result::Error::SerializationError` and sends nothing.
 impl ToSql<BigInt, diesel::pg::Pg> for Id {
     fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, diesel::pg::Pg>) -> serialize::Result {
-        std::io::Write::write_all(out, &checked(*self)?.to_be_bytes())?;
-        Ok(IsNull::No)
+        ToSql::<BigInt, diesel::pg::Pg>::to_sql(&i64::try_from(*self)?, &mut out.reborrow())
     }
 }
 
@@ -72,8 +66,7 @@ impl ToSql<BigInt, diesel::pg::Pg> for Id {
 /// As for PostgreSQL: an ID above `i64::MAX` is refused.
 impl ToSql<BigInt, diesel::mysql::Mysql> for Id {
     fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, diesel::mysql::Mysql>) -> serialize::Result {
-        std::io::Write::write_all(out, &checked(*self)?.to_ne_bytes())?;
-        Ok(IsNull::No)
+        ToSql::<BigInt, diesel::mysql::Mysql>::to_sql(&i64::try_from(*self)?, &mut out.reborrow())
     }
 }
 
@@ -87,8 +80,8 @@ impl ToSql<BigInt, diesel::mysql::Mysql> for Id {
 #[cfg_attr(docsrs, doc(cfg(feature = "diesel-sqlite")))]
 impl ToSql<BigInt, diesel::sqlite::Sqlite> for Id {
     fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, diesel::sqlite::Sqlite>) -> serialize::Result {
-        out.set_value(checked(*self)?);
-        Ok(IsNull::No)
+        out.set_value(i64::try_from(*self)?);
+        Ok(serialize::IsNull::No)
     }
 }
 
