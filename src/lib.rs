@@ -357,9 +357,10 @@
 //! $ grep -o 'order_id=[0-9]*' app.log | cut -d= -f2 | flakeid decode   # IDs from standard input
 //! ```
 //!
-//! - `decode` reads IDs in any string form: `--format auto` (the default) takes
-//!   a `0x` prefix as hex, digits alone as decimal, and otherwise 16 characters
-//!   as hex, 13 as Crockford base32, 11 as base62. It prints the time (RFC 3339,
+//! - `decode` reads IDs in any string form: `--format auto` (the default)
+//!   tells the form by its shape, as [`Id::parse_any`] does (digits alone are
+//!   decimal; else 16 characters hex, 13 Crockford base32, 11 base62; else a
+//!   `0x` prefix hex). It prints the time (RFC 3339,
 //!   UTC) and every field, and the form it read when that is not decimal;
 //!   `--json` prints one object a line, with the ID as a string.
 //! - `--layout` takes a preset (`twitter`, `discord`, `instagram` with

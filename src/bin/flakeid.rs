@@ -78,9 +78,10 @@ struct DecodeArgs {
     ids: Vec<String>,
     #[arg(long, default_value = "twitter", value_parser = parse_layout, help = LAYOUT_HELP)]
     layout: LayoutArg,
-    /// The string form of the IDs. `auto`: a `0x` prefix means hex, only
-    /// digits mean decimal, otherwise 16 characters mean hex, 13 base32 and
-    /// 11 base62.
+    /// The string form of the IDs. `auto`: told by the string's shape, as
+    /// the library's `Id::parse_any` does: only digits mean decimal; else
+    /// 16 characters mean hex, 13 base32, 11 base62; else a `0x` prefix
+    /// means hex.
     #[arg(long, value_enum, default_value_t = DecodeFormat::Auto)]
     format: DecodeFormat,
     /// The IDs are public ids made with this key (32 hex digits), as by
@@ -265,7 +266,7 @@ fn generate(args: GenArgs) -> Result<ExitCode, Failure> {
                 "flakeid: no --node or --node-field given: using node id 0; \
                  IDs from another generator on node 0 of this layout can repeat these"
             );
-            builder = builder.node_id(0);
+            builder = builder.single_node();
         }
         None => {}
     }
