@@ -1,100 +1,24 @@
-//! `flakeid`: make IDs, read them back, and measure the generators.
-//!
-//! ```text
-//! flakeid gen -n 5 --layout discord --node 33 --format base62
-//! flakeid decode --layout discord 175928847299117063
-//! flakeid bench --threads 1,2,4 --duration 2s --svg throughput.svg
-//! ```
+//! `flakeid bench`, the main job: IDs per second from the default
+//! generator, the same generator on `MonotonicClock::thread_free()`, and
+//! the mutex twin, by thread count, each cell the median and spread of
+//! repeated runs. Method and caveats: `benches/README.md`.
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
-use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::Args;
 use crossbeam_utils::CachePadded;
 use flakeid::report::{self, cpu_model};
-use flakeid::{
-    Generator, Id, IdFormat, IdGenerator, Layout, MonotonicClock, ParseAnyIdError, PublicIds,
-};
+use flakeid::{Generator, Id, IdGenerator, MonotonicClock};
 
-#[derive(Parser)]
-#[command(
-    name = "flakeid",
-    version,
-    about = "Make Snowflake IDs, read them back, and measure the generators"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Print new IDs, one a line.
-    Gen(GenArgs),
-    /// Read IDs back: time (RFC 3339, UTC), node fields, sequence, clock id.
-    Decode(DecodeArgs),
-    /// IDs per second from several threads: lock-free vs mutex, as a markdown table.
-    Bench(BenchArgs),
-}
-
-const LAYOUT_HELP: &str = "A preset (twitter, discord, instagram, instagram:<epoch ms>, \
-sonyflake, js-safe) or a custom layout in the form of a state file's generator line: \
-'epoch=<ms> [unit=<ms>] fields=timestamp:<bits>,<name>:<bits>,...,sequence:<bits>' \
-(fields high to low; `clock_id` names a clock-id field, other names are node fields, \
-of up to 32 ASCII letters, digits, `_` and `-`; each key at most once); \
-a state file's `node=<id>` at the end is gen's node id when none is given";
+use crate::{Failure, LAYOUT_HELP, LayoutArg, parse_layout};
 
 #[derive(Args)]
-struct GenArgs {
-    /// How many IDs.
-    #[arg(short = 'n', long, default_value_t = 1)]
-    count: u64,
-    #[arg(long, default_value = "twitter", value_parser = parse_layout, help = LAYOUT_HELP)]
-    layout: LayoutArg,
-    /// The node id: all node fields as one number, the first field highest.
-    /// Without it (or --node-field, or a layout's node=), 0, with a warning.
-    #[arg(long, conflicts_with = "node_field")]
-    node: Option<u64>,
-    /// One node field, as NAME=VALUE (repeatable); fields not given are 0.
-    #[arg(long = "node-field", value_name = "NAME=VALUE", value_parser = parse_node_field)]
-    node_field: Vec<(String, u64)>,
-    /// The string form to print.
-    #[arg(long, value_enum, default_value_t = FormatArg::Decimal)]
-    format: FormatArg,
-    /// Print volume-hiding public ids made with this key (32 hex digits),
-    /// over as many bits as the layout uses (at least 32).
-    #[arg(long, value_name = "HEX", value_parser = parse_key)]
-    public_key: Option<[u8; 16]>,
-}
-
-#[derive(Args)]
-struct DecodeArgs {
-    /// IDs to decode; read from standard input (whitespace-separated) if none.
-    ids: Vec<String>,
-    #[arg(long, default_value = "twitter", value_parser = parse_layout, help = LAYOUT_HELP)]
-    layout: LayoutArg,
-    /// The string form of the IDs. `auto`: told by the string's shape, as
-    /// the library's `Id::parse_any` does: only digits mean decimal; else
-    /// 16 characters mean hex, 13 base32, 11 base62; else a `0x` prefix
-    /// means hex.
-    #[arg(long, value_enum, default_value_t = DecodeFormat::Auto)]
-    format: DecodeFormat,
-    /// The IDs are public ids made with this key (32 hex digits), as by
-    /// `gen --public-key` with the same layout.
-    #[arg(long, value_name = "HEX", value_parser = parse_key)]
-    public_key: Option<[u8; 16]>,
-    /// One JSON object a line instead of text.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args)]
-struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Thread counts to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -120,92 +44,7 @@ struct BenchArgs {
     check: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum FormatArg {
-    Decimal,
-    Hex,
-    Base32,
-    Base62,
-}
-
-impl From<FormatArg> for IdFormat {
-    fn from(f: FormatArg) -> IdFormat {
-        match f {
-            FormatArg::Decimal => IdFormat::Decimal,
-            FormatArg::Hex => IdFormat::Hex,
-            FormatArg::Base32 => IdFormat::Base32,
-            FormatArg::Base62 => IdFormat::Base62,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum DecodeFormat {
-    Auto,
-    Decimal,
-    Hex,
-    Base32,
-    Base62,
-}
-
-/// A layout named on the command line, with the node id its spec may carry.
-#[derive(Clone)]
-struct LayoutArg {
-    layout: Layout,
-    name: String,
-    node: Option<u64>,
-}
-
-/// A layout spec (`Layout`'s `FromStr`: a preset name or
-/// `epoch=<ms> [unit=<ms>] fields=...`), optionally followed by `node=<id>`,
-/// so that a state file's `generator` line can be pasted as it is.
-fn parse_layout(s: &str) -> Result<LayoutArg, String> {
-    let (nodes, rest): (Vec<&str>, Vec<&str>) = s
-        .split_whitespace()
-        .partition(|word| word.starts_with("node="));
-    let node = match nodes[..] {
-        [] => None,
-        [word] => {
-            let value = &word["node=".len()..];
-            Some(
-                value
-                    .parse::<u64>()
-                    .map_err(|e| format!("node={value:?} is not a number: {e}"))?,
-            )
-        }
-        _ => return Err("`node` is given twice".into()),
-    };
-    let spec = rest.join(" ");
-    let layout = spec.parse::<Layout>().map_err(|e| e.to_string())?;
-    Ok(LayoutArg {
-        layout,
-        name: s.to_owned(),
-        node,
-    })
-}
-
-fn parse_node_field(s: &str) -> Result<(String, u64), String> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?} is not NAME=VALUE"))?;
-    let value = value
-        .parse()
-        .map_err(|e| format!("node field {name:?} value {value:?}: {e}"))?;
-    Ok((name.to_owned(), value))
-}
-
-fn parse_key(s: &str) -> Result<[u8; 16], String> {
-    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "a key is 32 hex digits (16 bytes), not {} characters",
-            s.chars().count()
-        ));
-    }
-    u128::from_str_radix(s, 16)
-        .map(u128::to_be_bytes)
-        .map_err(|e| e.to_string())
-}
-
+/// `--duration`: `500ms`, `2s` or seconds, within 1 ms..=1 h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, scale) = if let Some(ms) = s.strip_suffix("ms") {
         (ms, 1e-3)
@@ -222,170 +61,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("{s:?} is outside 1ms..=1h"));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-/// What a command reports when it fails after its arguments were accepted.
-type Failure = Box<dyn std::error::Error>;
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Gen(args) => generate(args),
-        Command::Decode(args) => decode(args),
-        Command::Bench(args) => bench(args),
-    };
-    match result {
-        Ok(code) => code,
-        // The reader went away (`flakeid gen -n 1000000 | head`): not an error.
-        Err(e) if is_broken_pipe(&*e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
-    e.downcast_ref::<io::Error>()
-        .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-}
-
-/// Public ids over the bits the layout uses (at least 32).
-fn public_ids(key: [u8; 16], layout: &Layout) -> Result<PublicIds, Failure> {
-    Ok(PublicIds::with_bits(key, layout.total_bits().max(32))?)
-}
-
-fn generate(args: GenArgs) -> Result<ExitCode, Failure> {
-    let layout = &args.layout.layout;
-    let mut builder = Generator::builder(layout.clone());
-    match args.node.or(args.layout.node) {
-        Some(node) => builder = builder.node_id(node),
-        None if args.node_field.is_empty() && layout.node_bits() > 0 => {
-            // Two machines that both leave it out issue the same IDs.
-            eprintln!(
-                "flakeid: no --node or --node-field given: using node id 0; \
-                 IDs from another generator on node 0 of this layout can repeat these"
-            );
-            builder = builder.single_node();
-        }
-        None => {}
-    }
-    for (name, value) in &args.node_field {
-        builder = builder.node_field(name, *value);
-    }
-    let generator = builder.build()?;
-    let public = args
-        .public_key
-        .map(|key| public_ids(key, generator.layout()))
-        .transpose()?;
-    let format = IdFormat::from(args.format);
-    let mut out = BufWriter::new(io::stdout().lock());
-    let mut left = args.count;
-    while left > 0 {
-        let batch = generator.try_next_ids(usize::try_from(left).unwrap_or(usize::MAX))?;
-        left -= batch.len() as u64;
-        for id in batch {
-            let id = match &public {
-                Some(p) => p.to_public(id)?,
-                None => id,
-            };
-            writeln!(out, "{}", format.encode(id))?;
-        }
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Reads `s` in `format`, guessing the form for `Auto` (`Id::parse_any`);
-/// returns the form used.
-fn parse_id(s: &str, format: DecodeFormat) -> Result<(Id, IdFormat), String> {
-    let form = match format {
-        DecodeFormat::Decimal => IdFormat::Decimal,
-        DecodeFormat::Hex => IdFormat::Hex,
-        DecodeFormat::Base32 => IdFormat::Base32,
-        DecodeFormat::Base62 => IdFormat::Base62,
-        DecodeFormat::Auto => {
-            return Id::parse_any(s).map_err(|e| match e {
-                ParseAnyIdError::NoFormFits { .. } => format!("{e}; pass --format"),
-                _ => e.to_string(),
-            });
-        }
-    };
-    form.parse(s)
-        .map(|id| (id, form))
-        .map_err(|e| format!("not {form}: {e}"))
-}
-
-fn decode(args: DecodeArgs) -> Result<ExitCode, Failure> {
-    let layout = &args.layout.layout;
-    let public = args
-        .public_key
-        .map(|key| public_ids(key, layout))
-        .transpose()?;
-    let mut out = BufWriter::new(io::stdout().lock());
-    let mut failed = false;
-    let mut one = |input: &str, out: &mut dyn Write| -> io::Result<()> {
-        match describe(input, &args, public.as_ref()) {
-            Ok(line) => writeln!(out, "{line}"),
-            Err(message) => {
-                failed = true;
-                out.flush()?;
-                eprintln!("error: {input:?}: {message}");
-                Ok(())
-            }
-        }
-    };
-    if args.ids.is_empty() {
-        // Bytes, not text lines: a token that is not UTF-8 is one bad ID,
-        // reported like any other, instead of ending the whole run.
-        for line in io::stdin().lock().split(b'\n') {
-            for input in line?
-                .split(u8::is_ascii_whitespace)
-                .filter(|token| !token.is_empty())
-            {
-                one(&String::from_utf8_lossy(input), &mut out)?;
-            }
-        }
-    } else {
-        for input in &args.ids {
-            one(input, &mut out)?;
-        }
-    }
-    out.flush()?;
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// One decoded ID as a line of text or JSON.
-fn describe(input: &str, args: &DecodeArgs, public: Option<&PublicIds>) -> Result<String, String> {
-    let (parsed, form) = parse_id(input, args.format)?;
-    let id = match public {
-        Some(p) => p.from_public(parsed).map_err(|e| e.to_string())?,
-        None => parsed,
-    };
-    let decoded = args.layout.layout.decode(id).map_err(|e| e.to_string())?;
-    if args.json {
-        // The library's `Decoded` serialization (the id as a string: JavaScript
-        // rounds numbers above 2^53), and where it came from.
-        let mut object = serde_json::to_value(decoded).map_err(|e| e.to_string())?;
-        object["input"] = input.into();
-        object["form"] = form.name().into();
-        object["layout"] = args.layout.name.clone().into();
-        if public.is_some() {
-            object["public_id"] = parsed.to_string().into();
-        }
-        return Ok(object.to_string());
-    }
-    let mut line = format!("{id} {decoded}");
-    if public.is_some() {
-        let _ = write!(line, " (public id {input}, {form})");
-    } else if input != &*IdFormat::Decimal.encode(id) {
-        let _ = write!(line, " ({form} {input})");
-    }
-    Ok(line)
 }
 
 /// One measurement: IDs per second from `threads` threads for `duration`.
@@ -440,7 +115,9 @@ struct Row {
     over_thread_free: Cell,
 }
 
-fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
+/// Measures every thread count, then prints the table, the warnings and
+/// the chart.
+pub(crate) fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let layout = &args.layout.layout;
     let cores = thread::available_parallelism().map_or(1, |n| n.get());
     let live = io::stderr().is_terminal();
@@ -775,100 +452,12 @@ mod tests {
     }
 
     #[test]
-    fn custom_layouts_read_like_a_state_files_generator_line() {
-        let twitter = "epoch=1288834974657 unit=1 fields=timestamp:41,datacenter:5,worker:5,sequence:12 node=37";
-        let arg = parse_layout(twitter).unwrap();
-        assert_eq!(arg.layout, Layout::twitter());
-        assert_eq!(arg.node, Some(37));
-        let sonyflake =
-            parse_layout("epoch=1409529600000 unit=10 fields=timestamp:39,sequence:8,machine:16")
-                .unwrap();
-        assert_eq!(sonyflake.layout, Layout::sonyflake());
-        let multi = parse_layout(
-            "epoch=1600000000000 fields=timestamp:41,clock_id:4,machine:8,sequence:10",
-        )
-        .unwrap();
-        assert_eq!(multi.layout.clock_id_bits(), 4);
-        for (bad, says) in [
-            ("tweeter", "unknown layout"),
-            ("fields=timestamp:41,sequence:12", "epoch"),
-            ("epoch=0", "fields"),
-            ("epoch=x fields=timestamp:41,sequence:12", "not a number"),
-            (
-                "epoch=0 epoch=0 fields=timestamp:41,sequence:12",
-                "`epoch` is given twice",
-            ),
-            (
-                "epoch=0 fields=timestamp:41,a=b:3,sequence:12",
-                "has '=' in its name",
-            ),
-            ("epoch=0 fields=worker:5,sequence:12", "first field"),
-            (
-                "epoch=0 fields=timestamp:41,worker,sequence:12",
-                "name:bits",
-            ),
-            ("epoch=0 fields=timestamp:41,worker:5", "no sequence"),
-            (
-                "epoch=0 fields=timestamp:41,worker:30,sequence:12",
-                "more than the 64",
-            ),
-            (
-                "epoch=0 colour=red fields=timestamp:41,sequence:1",
-                "unknown key",
-            ),
-            ("instagram:soon", "instagram=\"soon\" is not a number"),
-            ("twitter node=x", "node=\"x\" is not a number"),
-        ] {
-            let err = parse_layout(bad).err().unwrap_or_default();
-            assert!(err.contains(says), "{bad}: {err}");
-        }
-    }
-
-    #[test]
-    fn auto_detection_follows_the_documented_rule() {
-        let id = Id::from_u64(175_928_847_299_117_063);
-        for format in IdFormat::ALL {
-            let text = format.encode(id);
-            assert_eq!(
-                parse_id(&text, DecodeFormat::Auto),
-                Ok((id, format)),
-                "{format}"
-            );
-        }
-        assert_eq!(
-            parse_id("0x271065ac1020007", DecodeFormat::Auto),
-            Ok((id, IdFormat::Hex))
-        );
-        // Digits alone read as decimal, whatever their length.
-        assert_eq!(
-            parse_id("00000000010", DecodeFormat::Auto),
-            Ok((Id::from_u64(10), IdFormat::Decimal))
-        );
-        assert_eq!(
-            parse_id("00000000010", DecodeFormat::Base62),
-            Ok((Id::from_u64(62), IdFormat::Base62))
-        );
-        assert!(
-            parse_id("abc", DecodeFormat::Auto)
-                .unwrap_err()
-                .contains("pass --format")
-        );
-        assert!(parse_id("", DecodeFormat::Auto).is_err());
-    }
-
-    #[test]
-    fn durations_and_keys_are_checked() {
+    fn durations_are_checked() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         for bad in ["", "0", "-1s", "fast", "2h", "NaN", "inf"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
-        assert_eq!(
-            parse_key("000102030405060708090a0b0c0d0e0f"),
-            Ok(std::array::from_fn(|i| i as u8))
-        );
-        assert!(parse_key("+00102030405060708090a0b0c0d0e0f").is_err());
-        assert!(parse_key("0001").is_err());
     }
 }
