@@ -20,6 +20,15 @@ const MIN_BITS: u32 = 32;
 /// A keyed, reversible permutation of the IDs below 2^63 (or 2^`bits`):
 /// opaque public ids that do not reveal order, volume, time or node.
 ///
+/// Sequential IDs let an outsider count: two order numbers a day apart tell
+/// how many orders came in between, and an ID tells when and on which node
+/// it was made. Show the public id, keep the ID: [`PublicIds::to_public`]
+/// maps an ID to its public id, [`PublicIds::from_public`] maps it back.
+/// [`PublicIds::new`] covers the 63-bit IDs (a signed `BIGINT`);
+/// [`PublicIds::with_bits`] other widths (53 for
+/// [`Layout::js_safe`](crate::Layout::js_safe), 64 for layouts that use
+/// every bit).
+///
 /// # The construction
 ///
 /// An alternating (unbalanced) Feistel network over the `n`-bit domain
