@@ -1,9 +1,12 @@
 //! Every Rust block of the README, built and run as a crate of its own, the
 //! way a user pastes it: the block is `src/main.rs`, and the `[dependencies]`
 //! lines of the nearest TOML block above it are the crate's `Cargo.toml`
-//! (flakeid itself taken from this checkout). A block may not lean on what a
-//! doc test adds: no hidden `# ` lines, no `#[cfg(feature = ...)]` that
-//! would make it an empty program in the user's crate, and a `fn main`.
+//! (flakeid itself taken from this checkout: a version requirement becomes a
+//! path; a `git` source cannot, so the README gives its git line in a TOML
+//! block before the published form, which is the one read here). A block
+//! may not lean on what a doc test adds: no hidden `# ` lines, no
+//! `#[cfg(feature = ...)]` that would make it an empty program in the
+//! user's crate, and a `fn main`.
 //!
 //! The crate docs' `include_str!("../README.md")` runs the same blocks as
 //! doc tests; this test is what keeps them pasteable.
