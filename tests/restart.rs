@@ -852,7 +852,7 @@ fn persistence_needs_a_clock_id_field_for_the_next_clock_id_rule() {
 }
 
 // ---------------------------------------------------------------------------
-// Edges (issue 12): marks and windows out of range, quick restarts under
+// Edges: marks and windows out of range, quick restarts under
 // `OnExhausted::NextClock`, a panicking store, state paths that are not files.
 
 /// CRC-32 (IEEE), as the state format uses, to forge states with chosen marks.
@@ -981,8 +981,8 @@ fn a_window_too_long_to_be_safe_is_refused_at_build() {
     }
 }
 
-/// The reproduction of issue 12 item 2: the library wrote a mark it could
-/// not restart from. A window of `Duration::MAX`, one ID, a crash.
+/// The longest window must leave a mark a restart can use: a window of
+/// `Duration::MAX`, one ID, a crash.
 #[test]
 fn a_crash_with_the_longest_window_leaves_a_state_a_restart_can_use() {
     let dir = TempDir::new("window-crash");
