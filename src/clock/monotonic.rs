@@ -113,6 +113,8 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// assert!(clock.recent_ms().is_some_and(|recent| recent <= clock.now_ms()));
 /// assert!(SystemClock.now_ms().abs_diff(a) < 1_000);
 /// ```
+///
+/// [`Instant`]: std::time::Instant
 pub struct MonotonicClock<W: Clock = SystemClock> {
     shared: Arc<Anchored<W>>,
     /// The cached reading [`Clock::recent_ms`] serves (the clock's highest
