@@ -1,9 +1,7 @@
-//! The `Id` newtype: formatting, parsing and integer conversions.
+//! The `Id` newtype: its integer and byte conversions, and the errors of
+//! converting and parsing one. Its string forms are in `id_string`.
 
 use std::fmt;
-use std::str::FromStr;
-
-use crate::id_string::IdFormat;
 
 /// A 64-bit ID made by a generator.
 ///
@@ -114,57 +112,11 @@ impl Id {
     pub const fn from_be_bytes(bytes: [u8; 8]) -> Id {
         Id(u64::from_be_bytes(bytes))
     }
-
-    /// Parses the decimal form, like `str::parse` but usable in `const` context.
-    ///
-    /// Accepts only ASCII digits: no sign, no spaces, no separators.
-    ///
-    /// # Errors
-    ///
-    /// [`ParseIdError`] for an empty string, a non-digit, or a value above 2^64 - 1.
-    ///
-    /// ```
-    /// use flakeid::{Id, ParseIdError};
-    ///
-    /// assert_eq!(Id::parse_decimal("123"), Ok(Id::from_u64(123)));
-    /// assert_eq!(Id::parse_decimal("+1"), Err(ParseIdError::InvalidCharacter { position: 0, character: '+' }));
-    /// ```
-    pub const fn parse_decimal(s: &str) -> Result<Id, ParseIdError> {
-        IdFormat::Decimal.parse(s)
-    }
 }
 
 impl fmt::Debug for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Id({})", self.0)
-    }
-}
-
-/// Decimal, without allocating (the standard integer formatting writes
-/// through a stack buffer).
-impl fmt::Display for Id {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::LowerHex for Id {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::LowerHex::fmt(&self.0, f)
-    }
-}
-
-impl fmt::UpperHex for Id {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::UpperHex::fmt(&self.0, f)
-    }
-}
-
-impl FromStr for Id {
-    type Err = ParseIdError;
-
-    fn from_str(s: &str) -> Result<Id, ParseIdError> {
-        Id::parse_decimal(s)
     }
 }
 
@@ -294,68 +246,6 @@ mod tests {
     }
 
     #[test]
-    fn decimal_round_trips_at_the_edges() {
-        for v in [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            i64::MAX as u64,
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            let id = Id::from_u64(v);
-            assert_eq!(id.to_string().parse::<Id>(), Ok(id));
-            assert_eq!(id.to_string(), v.to_string());
-        }
-    }
-
-    #[test]
-    fn parse_rejects_what_is_not_a_plain_decimal() {
-        assert_eq!("".parse::<Id>(), Err(ParseIdError::Empty));
-        assert_eq!(
-            " 1".parse::<Id>(),
-            Err(ParseIdError::InvalidCharacter {
-                position: 0,
-                character: ' '
-            })
-        );
-        assert_eq!(
-            "1_000".parse::<Id>(),
-            Err(ParseIdError::InvalidCharacter {
-                position: 1,
-                character: '_'
-            })
-        );
-        assert_eq!(
-            "12é".parse::<Id>(),
-            Err(ParseIdError::InvalidCharacter {
-                position: 2,
-                character: 'é'
-            })
-        );
-        assert_eq!(
-            "-5".parse::<Id>(),
-            Err(ParseIdError::InvalidCharacter {
-                position: 0,
-                character: '-'
-            })
-        );
-        assert_eq!(
-            "18446744073709551616".parse::<Id>(),
-            Err(ParseIdError::Overflow)
-        );
-        assert_eq!(
-            "99999999999999999999999".parse::<Id>(),
-            Err(ParseIdError::Overflow)
-        );
-        // Leading zeros are still the same number.
-        assert_eq!("007".parse::<Id>(), Ok(Id::from_u64(7)));
-    }
-
-    #[test]
     fn signed_conversions_are_checked() {
         assert_eq!(i64::try_from(Id::from_u64(i64::MAX as u64)), Ok(i64::MAX));
         assert_eq!(
@@ -365,15 +255,5 @@ mod tests {
         assert_eq!(Id::try_from(0_i64), Ok(Id::MIN));
         assert_eq!(Id::try_from(-1_i64), Err(ConvertIdError { negative: true }));
         assert_eq!(u64::from(Id::from(17_u64)), 17);
-    }
-
-    #[test]
-    fn hex_and_ordering_follow_the_integer() {
-        let a = Id::from_u64(0xdead_beef);
-        assert_eq!(format!("{a:x}"), "deadbeef");
-        assert_eq!(format!("{a:X}"), "DEADBEEF");
-        assert_eq!(format!("{a:#018x}"), "0x00000000deadbeef");
-        assert!(Id::from_u64(1) < Id::from_u64(2));
-        assert_eq!(format!("{a:?}"), "Id(3735928559)");
     }
 }

@@ -24,14 +24,13 @@
 //! struct Order {
 //!     id: Id,
 //!     #[serde(with = "flakeid::serde::as_u64")]
-//!     internal_id: Id,
+//!     row: Id,
 //! }
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let order = Order { id: Id::from_u64(175928847299117063), internal_id: Id::from_u64(7) };
-//! let json = serde_json::to_string(&order)?;
-//! assert_eq!(json, r#"{"id":"175928847299117063","internal_id":7}"#);
-//! let back: Order = serde_json::from_str(r#"{"id":175928847299117063,"internal_id":7}"#)?;
+//! let order = Order { id: Id::from_u64(175928847299117063), row: Id::from_u64(7) };
+//! assert_eq!(serde_json::to_string(&order)?, r#"{"id":"175928847299117063","row":7}"#);
+//! let back: Order = serde_json::from_str(r#"{"id":175928847299117063,"row":7}"#)?;
 //! assert_eq!(back.id, order.id);
 //! # Ok(())
 //! # }

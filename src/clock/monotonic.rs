@@ -1,268 +1,20 @@
-//! Where generators get the time: the `Clock` trait and its implementations.
+//! [`MonotonicClock`], the default clock: the TSC anchored to the wall
+//! clock, never going backwards, and the process's one shared instance of it.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+#[cfg(not(flakeid_loom))]
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use super::refresh::Refresh;
 #[cfg(not(flakeid_loom))]
-use crate::primitive::process;
+use super::refresh::RefreshThread;
+use super::source::Source;
+use super::{Clock, SystemClock};
 use crate::primitive::{AtomicU64, Ordering};
-
-/// The generator's only source of time, so tests and simulations can inject one.
-///
-/// A clock returns Unix time in milliseconds. It may go backwards (a wall clock
-/// does when it is stepped); the generator's
-/// [`OnClockBehind`](crate::OnClockBehind) policy decides what happens then.
-///
-/// ```
-/// use flakeid::Clock;
-///
-/// /// A clock that always reads the same instant.
-/// struct Frozen(u64);
-///
-/// impl Clock for Frozen {
-///     fn now_ms(&self) -> u64 {
-///         self.0
-///     }
-/// }
-///
-/// assert_eq!(Frozen(42).now_ms(), 42);
-/// ```
-pub trait Clock: Send + Sync {
-    /// The current time in milliseconds since 1970-01-01T00:00:00Z.
-    fn now_ms(&self) -> u64;
-
-    /// A reading that may be older than [`now_ms`](Clock::now_ms) but costs
-    /// less: a value `now_ms` returned at some moment before this call (a
-    /// cached one), or `None` if the clock has no cheaper reading. By
-    /// default, `now_ms` itself.
-    ///
-    /// A generator reads it on its fast path and uses it only to continue
-    /// the tick it names, which is valid whenever the reading was taken;
-    /// every other decision (a new tick, a used-up sequence, a clock
-    /// behind) is made on `now_ms`, as is every call when this is `None`.
-    /// So an ID's timestamp lags its call by at most the age of this
-    /// reading, and never leads the clock. [`MonotonicClock`] serves a
-    /// reading that one thread per process keeps fresh.
-    ///
-    /// Serve a cached reading only from a clock that never goes back: a
-    /// step back shows only once the generator reads `now_ms` (when the
-    /// cached reading's tick is used up, or names another tick), so until
-    /// then the [`OnClockBehind`](crate::OnClockBehind) policy does not see
-    /// it.
-    ///
-    /// ```
-    /// use flakeid::Clock;
-    /// use std::sync::atomic::{AtomicU64, Ordering};
-    ///
-    /// /// A clock whose cheap reading is the highest one it returned.
-    /// struct Cached {
-    ///     now: AtomicU64,
-    ///     highest: AtomicU64,
-    /// }
-    ///
-    /// impl Clock for Cached {
-    ///     fn now_ms(&self) -> u64 {
-    ///         let now = self.now.load(Ordering::Relaxed);
-    ///         self.highest.fetch_max(now, Ordering::Relaxed).max(now)
-    ///     }
-    ///     fn recent_ms(&self) -> Option<u64> {
-    ///         Some(self.highest.load(Ordering::Relaxed))
-    ///     }
-    /// }
-    ///
-    /// let clock = Cached { now: AtomicU64::new(5), highest: AtomicU64::new(0) };
-    /// assert_eq!(clock.recent_ms(), Some(0));
-    /// assert_eq!(clock.now_ms(), 5);
-    /// assert_eq!(clock.recent_ms(), Some(5));
-    /// ```
-    #[inline]
-    fn recent_ms(&self) -> Option<u64> {
-        Some(self.now_ms())
-    }
-}
-
-impl<C: Clock + ?Sized> Clock for &C {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        (**self).now_ms()
-    }
-
-    #[inline]
-    fn recent_ms(&self) -> Option<u64> {
-        (**self).recent_ms()
-    }
-}
-
-impl<C: Clock + ?Sized> Clock for Arc<C> {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        (**self).now_ms()
-    }
-
-    #[inline]
-    fn recent_ms(&self) -> Option<u64> {
-        (**self).recent_ms()
-    }
-}
-
-impl<C: Clock + ?Sized> Clock for Box<C> {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        (**self).now_ms()
-    }
-
-    #[inline]
-    fn recent_ms(&self) -> Option<u64> {
-        (**self).recent_ms()
-    }
-}
-
-fn system_now_ms() -> u64 {
-    // Before 1970 reads as 1970.
-    unix_ms(SystemTime::now()).unwrap_or(0)
-}
-
-/// Milliseconds since the Unix epoch at `time` (`u64::MAX` past that, which
-/// no real clock reaches); `None` before 1970.
-pub(crate) fn unix_ms(time: SystemTime) -> Option<u64> {
-    let since = time.duration_since(UNIX_EPOCH).ok()?;
-    Some(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// The plain wall clock (`SystemTime::now`).
-///
-/// IDs follow wall time exactly, including its steps backwards, so pair it
-/// with an [`OnClockBehind`](crate::OnClockBehind) policy you have chosen.
-/// [`MonotonicClock`] is the default and never goes backwards.
-///
-/// ```
-/// use flakeid::{Clock, SystemClock};
-///
-/// assert!(SystemClock.now_ms() > 1_700_000_000_000);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        system_now_ms()
-    }
-}
-
-/// A settable clock shared between threads, for tests and simulations.
-///
-/// Clones share one time. It goes wherever it is set, backwards included.
-///
-/// ```
-/// use flakeid::{Clock, ManualClock};
-/// use std::time::Duration;
-///
-/// let clock = ManualClock::new(1_000);
-/// let shared = clock.clone();
-/// shared.advance(Duration::from_millis(5));
-/// assert_eq!(clock.now_ms(), 1_005);
-/// clock.rewind(Duration::from_millis(10));
-/// assert_eq!(shared.now_ms(), 995);
-/// ```
-#[derive(Clone)]
-pub struct ManualClock {
-    ms: Arc<AtomicU64>,
-}
-
-impl ManualClock {
-    /// A clock that reads `unix_ms` until it is moved.
-    ///
-    /// ```
-    /// use flakeid::{Generator, Layout, ManualClock};
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let clock = ManualClock::new(1_700_000_000_000);
-    /// let generator = Generator::builder(Layout::twitter()).node_id(1).clock(clock).build()?;
-    /// let decoded = generator.layout().decode(generator.next_id())?;
-    /// assert_eq!(decoded.unix_ms(), 1_700_000_000_000);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn new(unix_ms: u64) -> ManualClock {
-        ManualClock {
-            ms: Arc::new(AtomicU64::new(unix_ms)),
-        }
-    }
-
-    /// Sets the time.
-    ///
-    /// ```
-    /// use flakeid::{Clock, ManualClock};
-    ///
-    /// let clock = ManualClock::new(1_700_000_000_000);
-    /// clock.set_ms(1_600_000_000_000); // backwards too
-    /// assert_eq!(clock.now_ms(), 1_600_000_000_000);
-    /// ```
-    pub fn set_ms(&self, unix_ms: u64) {
-        self.ms.store(unix_ms, Ordering::SeqCst);
-    }
-
-    /// Moves the time forward (saturating at `u64::MAX` ms).
-    ///
-    /// ```
-    /// use flakeid::{Clock, ManualClock};
-    /// use std::time::Duration;
-    ///
-    /// let clock = ManualClock::new(1_000);
-    /// clock.advance(Duration::from_secs(2));
-    /// assert_eq!(clock.now_ms(), 3_000);
-    /// clock.advance(Duration::MAX);
-    /// assert_eq!(clock.now_ms(), u64::MAX);
-    /// ```
-    pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
-        let _ = self
-            .ms
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |ms| {
-                Some(ms.saturating_add(by))
-            });
-    }
-
-    /// Moves the time backwards (saturating at 0).
-    ///
-    /// ```
-    /// use flakeid::{Clock, ManualClock};
-    /// use std::time::Duration;
-    ///
-    /// let clock = ManualClock::new(1_000);
-    /// clock.rewind(Duration::from_millis(400));
-    /// assert_eq!(clock.now_ms(), 600);
-    /// clock.rewind(Duration::from_secs(1));
-    /// assert_eq!(clock.now_ms(), 0);
-    /// ```
-    pub fn rewind(&self, by: Duration) {
-        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
-        let _ = self
-            .ms
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |ms| {
-                Some(ms.saturating_sub(by))
-            });
-    }
-}
-
-impl Clock for ManualClock {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        self.ms.load(Ordering::SeqCst)
-    }
-}
-
-impl fmt::Debug for ManualClock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ManualClock")
-            .field("ms", &self.now_ms())
-            .finish()
-    }
-}
 
 /// Milliseconds per nanosecond, 1/1024 slower than real time, as a 64.64
 /// fixed-point multiplier: `ms = ns * SLOW_MS_PER_NS >> 64`.
@@ -361,6 +113,8 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// assert!(clock.recent_ms().is_some_and(|recent| recent <= clock.now_ms()));
 /// assert!(SystemClock.now_ms().abs_diff(a) < 1_000);
 /// ```
+///
+/// [`Instant`]: std::time::Instant
 pub struct MonotonicClock<W: Clock = SystemClock> {
     shared: Arc<Anchored<W>>,
     /// The cached reading [`Clock::recent_ms`] serves (the clock's highest
@@ -660,10 +414,7 @@ impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
 #[cfg(not(flakeid_loom))]
 struct Process {
     clock: Arc<Anchored<SystemClock>>,
-    /// Clocks that want the cached reading fresh; the thread parks at 0.
-    users: process::AtomicUsize,
-    /// The refresh thread, once started (`None` if it could not be).
-    thread: OnceLock<Option<std::thread::Thread>>,
+    refresh: RefreshThread,
 }
 
 #[cfg(not(flakeid_loom))]
@@ -677,270 +428,24 @@ fn process() -> &'static Process {
             SystemClock,
             Duration::from_secs(1),
         )),
-        users: process::AtomicUsize::new(0),
-        thread: OnceLock::new(),
+        refresh: RefreshThread::new(),
     })
 }
 
 #[cfg(not(flakeid_loom))]
 impl Process {
     /// Counts one more clock that wants the cached reading fresh, starting or
-    /// waking the thread; `None` if there is no thread.
+    /// waking the thread, which refreshes this process's clock; `None` if
+    /// there is no thread.
     fn register(&'static self) -> Option<Refresh> {
-        let thread = self.thread.get_or_init(|| {
-            std::thread::Builder::new()
-                .name("flakeid-clock".into())
-                .spawn(move || self.run())
-                .ok()
-                .map(|handle| handle.thread().clone())
-        });
-        let thread = thread.as_ref()?;
-        if self.users.fetch_add(1, process::Ordering::AcqRel) == 0 {
-            thread.unpark();
-        }
-        Some(Refresh(self))
+        self.refresh.register(move || self.clock.refresh())
     }
-
-    /// The refresh thread: a precise reading just after each millisecond
-    /// begins while a clock wants one, parked otherwise.
-    fn run(&self) {
-        loop {
-            if self.users.load(process::Ordering::Acquire) == 0 {
-                // A registration after this load unparks, and an unpark
-                // before the park makes it return at once: none is missed.
-                std::thread::park();
-                continue;
-            }
-            std::thread::park_timeout(self.clock.refresh());
-        }
-    }
-}
-
-/// One clock's claim on the process's refresh thread.
-#[cfg(not(flakeid_loom))]
-struct Refresh(&'static Process);
-
-/// Never constructed under loom (no process-wide thread there).
-#[cfg(flakeid_loom)]
-#[derive(Clone)]
-enum Refresh {}
-
-#[cfg(not(flakeid_loom))]
-impl Clone for Refresh {
-    fn clone(&self) -> Self {
-        self.0.users.fetch_add(1, process::Ordering::AcqRel);
-        Refresh(self.0)
-    }
-}
-
-#[cfg(not(flakeid_loom))]
-impl Drop for Refresh {
-    fn drop(&mut self) {
-        self.0.users.fetch_sub(1, process::Ordering::AcqRel);
-    }
-}
-/// Where a [`MonotonicClock`] reads elapsed time.
-///
-/// A TSC that fails the check is replaced, not refused: `Instant` is always
-/// right, only slower, and refusing would make the default clock (and so
-/// every generator built with it) fail on a machine whose only fault was a
-/// busy moment during the check.
-#[derive(Clone)]
-pub(crate) enum Source {
-    /// quanta's clock: the TSC where quanta supports it and the check passed
-    /// (a mocked one in tests).
-    Counter(quanta::Clock),
-    /// Nanoseconds since `origin`, from `std::time::Instant`; `refused` is
-    /// the check's verdict on the TSC, if one ran.
-    Instant {
-        origin: Instant,
-        refused: Option<Verdict>,
-    },
-    /// Nanoseconds a loom model sets: a loom atomic, so loom orders the
-    /// reads against the model's moves (a lease fence's deadline).
-    #[cfg(flakeid_loom)]
-    Model(Arc<AtomicU64>),
-}
-
-/// The TSC's checked rate error bound: 0.03%.
-const MAX_RATE_ERROR_PPM: u64 = 300;
-/// How long the check measures both clocks.
-const CHECK_SPAN: Duration = Duration::from_millis(4);
-/// Counter reads per end of the check; the one `Instant` brackets tightest
-/// is used.
-const BRACKET_TRIES: usize = 16;
-
-/// The outcome of comparing the counter's rate with `Instant`'s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Within [`MAX_RATE_ERROR_PPM`], uncertainty included.
-    Agrees,
-    /// Over `reference_ns` of `Instant` (± `uncertainty_ns`), the counter
-    /// measured `counter_ns`.
-    Disagrees {
-        counter_ns: u64,
-        reference_ns: u64,
-        uncertainty_ns: u64,
-    },
-}
-
-/// One counter read between two reference reads (nanoseconds).
-#[derive(Debug, Clone, Copy)]
-struct Bracket {
-    before: u64,
-    raw: u64,
-    after: u64,
-}
-
-impl Bracket {
-    fn width(&self) -> u64 {
-        self.after.saturating_sub(self.before)
-    }
-
-    /// Twice the reference time at the counter read, to within the width.
-    fn doubled_mid(&self) -> u64 {
-        self.before.saturating_add(self.after)
-    }
-}
-
-/// The tightest of [`BRACKET_TRIES`] brackets.
-fn bracket(raw: &mut impl FnMut() -> u64, reference_ns: &mut impl FnMut() -> u64) -> Bracket {
-    let mut one = || {
-        let before = reference_ns();
-        let raw = raw();
-        let after = reference_ns();
-        Bracket { before, raw, after }
-    };
-    let mut best = one();
-    for _ in 1..BRACKET_TRIES {
-        let b = one();
-        if b.width() < best.width() {
-            best = b;
-        }
-    }
-    best
-}
-
-/// Compares the counter's rate, scaled by `counter`, with the reference's
-/// across `wait`. `raw` reads the counter, `reference_ns` the reference, so a
-/// test can script both.
-fn check_rate(
-    counter: &quanta::Clock,
-    mut raw: impl FnMut() -> u64,
-    mut reference_ns: impl FnMut() -> u64,
-    wait: impl FnOnce(),
-) -> Verdict {
-    let start = bracket(&mut raw, &mut reference_ns);
-    wait();
-    let end = bracket(&mut raw, &mut reference_ns);
-    // Each midpoint is within half its bracket of the counter read.
-    let reference_ns = end.doubled_mid().saturating_sub(start.doubled_mid()) / 2;
-    let uncertainty_ns = (start.width() + end.width()).div_ceil(2);
-    // A counter behind its start (another core's TSC) measures 0.
-    let counter_ns = counter.delta_as_nanos(start.raw, end.raw);
-    let worst = u128::from(counter_ns.abs_diff(reference_ns)) + u128::from(uncertainty_ns);
-    if reference_ns > 0
-        && worst * 1_000_000 <= u128::from(reference_ns) * u128::from(MAX_RATE_ERROR_PPM)
-    {
-        Verdict::Agrees
-    } else {
-        Verdict::Disagrees {
-            counter_ns,
-            reference_ns,
-            uncertainty_ns,
-        }
-    }
-}
-
-/// quanta's clock and the verdict on it, once per process.
-static CHECKED: OnceLock<(quanta::Clock, Verdict)> = OnceLock::new();
-
-impl Source {
-    fn instant(refused: Option<Verdict>) -> Source {
-        Source::Instant {
-            origin: Instant::now(),
-            refused,
-        }
-    }
-
-    /// The TSC if it passes the check, else `Instant`.
-    pub(crate) fn checked() -> Source {
-        // Miri cannot read the TSC and loom must not calibrate it.
-        if cfg!(any(miri, flakeid_loom)) {
-            return Source::instant(None);
-        }
-        let (counter, verdict) = CHECKED.get_or_init(|| {
-            let counter = quanta::Clock::new();
-            let origin = Instant::now();
-            let verdict = check_rate(
-                &counter,
-                || counter.raw(),
-                || nanos_since(origin),
-                || std::thread::sleep(CHECK_SPAN),
-            );
-            (counter, verdict)
-        });
-        Source::chosen(counter, *verdict)
-    }
-
-    fn chosen(counter: &quanta::Clock, verdict: Verdict) -> Source {
-        match verdict {
-            Verdict::Agrees => Source::Counter(counter.clone()),
-            Verdict::Disagrees { .. } => Source::instant(Some(verdict)),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn raw(&self) -> u64 {
-        match self {
-            Source::Counter(counter) => counter.raw(),
-            Source::Instant { origin, .. } => nanos_since(*origin),
-            #[cfg(flakeid_loom)]
-            Source::Model(ns) => ns.load(Ordering::SeqCst),
-        }
-    }
-
-    pub(crate) fn delta_as_nanos(&self, start: u64, end: u64) -> u64 {
-        match self {
-            Source::Counter(counter) => counter.delta_as_nanos(start, end),
-            Source::Instant { .. } => end.saturating_sub(start),
-            #[cfg(flakeid_loom)]
-            Source::Model(_) => end.saturating_sub(start),
-        }
-    }
-}
-
-impl fmt::Debug for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Counter(_) => f.write_str("quanta"),
-            Source::Instant {
-                refused:
-                    Some(Verdict::Disagrees {
-                        counter_ns,
-                        reference_ns,
-                        uncertainty_ns,
-                    }),
-                ..
-            } => write!(
-                f,
-                "Instant (the TSC measured {counter_ns} ns over {reference_ns} ± {uncertainty_ns} ns of Instant)"
-            ),
-            Source::Instant { .. } => f.write_str("Instant"),
-            #[cfg(flakeid_loom)]
-            Source::Model(_) => f.write_str("a loom model's clock"),
-        }
-    }
-}
-
-#[inline]
-fn nanos_since(origin: Instant) -> u64 {
-    u64::try_from(Instant::now().saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(all(test, not(flakeid_loom)))]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
 
     const T0: u64 = 1_700_000_000_000;
 
@@ -1101,72 +606,6 @@ mod tests {
         assert!(generator.try_next_id().unwrap() > first);
     }
 
-    /// The rate check against a scripted counter and reference: true time
-    /// advances `step_ns` per reference read and 4 ms across the wait; the
-    /// counter runs `ppm` fast and jumps by `jump_ns` across the wait.
-    fn scripted_check(ppm: i64, step_ns: u64, jump_ns: i64) -> Verdict {
-        let (counter, _mock) = quanta::Clock::mock(); // scales 1 tick to 1 ns
-        let now = std::cell::Cell::new(1_000_000_000u64);
-        let jump = std::cell::Cell::new(0i64);
-        let raw = || {
-            let t = now.get() as i64;
-            (t + t * ppm / 1_000_000 + jump.get()) as u64
-        };
-        let reference = || {
-            now.set(now.get() + step_ns);
-            now.get()
-        };
-        let wait = || {
-            now.set(now.get() + CHECK_SPAN.as_nanos() as u64);
-            jump.set(jump_ns);
-        };
-        check_rate(&counter, raw, reference, wait)
-    }
-
-    #[test]
-    fn a_tsc_whose_rate_is_off_by_more_than_the_bound_is_replaced_by_instant() {
-        let counter = quanta::Clock::mock().0;
-        let source = |verdict| format!("{:?}", Source::chosen(&counter, verdict));
-        for ppm in [0, 150, -150, 280, -280] {
-            assert_eq!(scripted_check(ppm, 20, 0), Verdict::Agrees, "{ppm} ppm");
-        }
-        assert_eq!(source(Verdict::Agrees), "quanta");
-        for ppm in [320, -320, 1_000, -1_000, 1_000_000] {
-            let verdict = scripted_check(ppm, 20, 0);
-            assert!(
-                matches!(verdict, Verdict::Disagrees { .. }),
-                "{ppm} ppm: {verdict:?}"
-            );
-            assert!(source(verdict).starts_with("Instant (the TSC measured"));
-        }
-        let Verdict::Disagrees {
-            counter_ns,
-            reference_ns,
-            uncertainty_ns,
-        } = scripted_check(1_000, 20, 0)
-        else {
-            panic!("1000 ppm agreed");
-        };
-        // About 4 ms (the wait and the reads), 0.1% more by the counter.
-        assert!((4_000_000..4_001_000).contains(&reference_ns));
-        assert_eq!(counter_ns - reference_ns, reference_ns / 1_000);
-        assert_eq!(uncertainty_ns, 20);
-        // Moved mid-check to a core whose TSC is behind: it measures no time.
-        assert!(matches!(
-            scripted_check(0, 20, -5_000_000),
-            Verdict::Disagrees { counter_ns: 0, .. }
-        ));
-        // A right rate that cannot be shown within the bound (every reference
-        // read 2 µs apart: ±500 ppm over 4 ms) is not trusted either.
-        assert!(matches!(
-            scripted_check(0, 2_000, 0),
-            Verdict::Disagrees {
-                uncertainty_ns: 2_000,
-                ..
-            }
-        ));
-    }
-
     /// Waits (for up to a minute: the thread only has to be scheduled)
     /// until `clock`'s cached reading is `ms`.
     fn until_cached(clock: &impl Clock, ms: u64) {
@@ -1191,8 +630,7 @@ mod tests {
                 SystemClock,
                 Duration::from_secs(3_600),
             )),
-            users: process::AtomicUsize::new(0),
-            thread: OnceLock::new(),
+            refresh: RefreshThread::new(),
         }));
         let clock = || MonotonicClock {
             shared: process.clock.clone(),
@@ -1207,9 +645,9 @@ mod tests {
         until_cached(&first, start + 49);
         let clone = first.clone();
         drop(first);
-        assert_eq!(process.users.load(process::Ordering::Relaxed), 1);
+        assert_eq!(process.refresh.users(), 1);
         drop(clone);
-        assert_eq!(process.users.load(process::Ordering::Relaxed), 0);
+        assert_eq!(process.refresh.users(), 0);
         // No clock wants it: the thread parks. A new clock wakes it.
         let again = clock();
         mock.increment(Duration::from_millis(50));
@@ -1277,15 +715,5 @@ mod tests {
         assert!(per_tick.iter().all(|&(_, n)| n == 4_096), "{per_tick:?}");
         // The clock's tick after the stall: 10 ms read 1/1024 slow.
         assert_eq!(per_tick[1].0, first + 9);
-    }
-
-    #[test]
-    fn manual_clock_saturates() {
-        let clock = ManualClock::new(5);
-        clock.rewind(Duration::from_millis(10));
-        assert_eq!(clock.now_ms(), 0);
-        clock.set_ms(u64::MAX - 1);
-        clock.advance(Duration::from_millis(10));
-        assert_eq!(clock.now_ms(), u64::MAX);
     }
 }

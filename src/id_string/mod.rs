@@ -1,34 +1,24 @@
-//! The string forms of an [`Id`]: decimal, hex, Crockford base32 and base62,
-//! formatted into a stack buffer and parsed back with typed errors.
-//!
-//! | form | alphabet | width | sorts as the number |
-//! |---|---|---|---|
-//! | decimal | `0-9` | 1–20, no padding | no (`"9" > "10"`) |
-//! | hex | `0-9a-f` | 16, zero-padded | yes |
-//! | Crockford base32 | `0-9A-Z` without `I L O U` | 13, zero-padded | yes |
-//! | base62 | `0-9A-Za-z` | 11, zero-padded | yes, in byte order |
-//!
-//! Every padded alphabet is in ASCII order, so for the fixed-width forms
-//! comparing the strings byte by byte (`str`'s `Ord`, SQL's `COLLATE "C"`,
-//! `sort` with `LC_ALL=C`) compares the numbers. Base62 is case-sensitive:
-//! a case-insensitive or locale-aware collation breaks both its order and its
-//! uniqueness.
+//! The string forms of an [`Id`]: `Display`, `FromStr` and `{:x}`, and the
+//! forms of [`IdFormat`] (decimal, hex, Crockford base32, base62), formatted
+//! into a stack buffer ([`IdString`]) and parsed back with typed errors.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::ops::Deref;
+use std::str::FromStr;
 
-use crate::ParseIdError;
-use crate::id::Id;
+use crate::id::{Id, ParseIdError};
+
+mod buffer;
+mod parse_any;
+
+pub use buffer::IdString;
+use buffer::MAX_LEN;
+pub use parse_any::ParseAnyIdError;
 
 const DIGITS: &[u8; 10] = b"0123456789";
 const HEX: &[u8; 16] = b"0123456789abcdef";
 /// Douglas Crockford's base32 alphabet: no I, L, O (read as 1, 1, 0) or U.
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/// The longest form, decimal `u64::MAX`.
-const MAX_LEN: usize = 20;
 
 /// Marks a byte that is not a digit in a decoding table.
 const NOT_A_DIGIT: u8 = u8::MAX;
@@ -68,10 +58,41 @@ const CROCKFORD_TABLE: [u8; 256] = {
 
 /// A string form of an [`Id`].
 ///
-/// The fixed-width forms ([`width`](IdFormat::width) is `Some`) are
-/// zero-padded and their alphabets are in ASCII order, so comparing two
-/// strings byte by byte gives the same answer as comparing the IDs. Decimal
-/// is not padded and does not sort as the number.
+/// `Display` and `FromStr` use decimal. Three more forms print into a stack
+/// buffer ([`IdString`], no allocation) and parse back with a
+/// [`ParseIdError`] that says what is wrong: `Empty`, `TooLong { length,
+/// max }`, `InvalidCharacter { position, character }` or `Overflow`.
+///
+/// | form | method | alphabet | width | sorts as the number |
+/// |---|---|---|---|---|
+/// | decimal | `to_string()`, `parse()` | `0-9` | 1–20 | no (`"9" > "10"`) |
+/// | hex | [`to_hex()`](Id::to_hex), [`Id::parse_hex`] | `0-9a-f` (parses either case) | 16, zero-padded | yes |
+/// | Crockford base32 | [`to_base32()`](Id::to_base32), [`Id::parse_base32`] | `0-9A-Z` without `I L O U` (parses either case; `I`, `L` read as 1, `O` as 0) | 13, zero-padded | yes |
+/// | base62 | [`to_base62()`](Id::to_base62), [`Id::parse_base62`] | `0-9A-Za-z`, case-sensitive | 11, zero-padded | yes, in byte order |
+///
+/// The fixed-width forms ([`width`](IdFormat::width) is `Some`) keep their
+/// alphabets in ASCII order, so comparing the strings byte by byte (`str`'s
+/// `Ord`, SQL's `COLLATE "C"`, `sort` with `LC_ALL=C`) compares the IDs.
+/// Base62 needs a case-sensitive, byte-wise collation (`COLLATE "C"` in
+/// PostgreSQL); a case-insensitive or locale-aware one breaks its order and
+/// even its uniqueness.
+///
+/// ```
+/// use flakeid::{Id, IdFormat};
+///
+/// # fn main() -> Result<(), flakeid::ParseIdError> {
+/// let id = Id::from_u64(175928847299117063);
+/// assert_eq!(id.to_base62(), "0Czks0tP37X"); // URL-safe, 11 characters
+/// assert_eq!(id.to_base32(), "04W86BB0G4007");
+/// assert_eq!(id.to_hex(), "0271065ac1020007");
+/// assert_eq!(Id::parse_base32("04w86bb0g4oo7")?, id);
+/// assert_eq!(IdFormat::Base62.parse("0Czks0tP37X")?, id);
+/// assert!(Id::from_u64(9).to_base62() < Id::from_u64(10).to_base62());
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Every form round-trips:
 ///
 /// ```
 /// use flakeid::{Id, IdFormat};
@@ -342,113 +363,26 @@ const fn char_count(bytes: &[u8]) -> usize {
     n
 }
 
-/// An [`Id`] in one of its string forms, held in a 20-byte stack buffer: no
-/// allocation. Use it as a `&str` (it derefs to one) or print it.
-///
-/// Equality, order and hashing are those of the string.
-///
-/// ```
-/// use flakeid::Id;
-///
-/// let id = Id::from_u64(175_928_847_299_117_063);
-/// let text = id.to_base62();
-/// assert_eq!(text.as_str(), "0Czks0tP37X");
-/// assert_eq!(text.len(), 11);
-/// assert_eq!(format!("/orders/{text}"), "/orders/0Czks0tP37X");
-/// ```
-#[derive(Clone, Copy)]
-pub struct IdString {
-    buf: [u8; MAX_LEN],
-    /// The text is `buf[start..]`, ASCII.
-    start: u8,
-}
-
-impl IdString {
-    /// The text.
-    ///
-    /// ```
-    /// use flakeid::Id;
-    ///
-    /// assert_eq!(Id::from_u64(255).to_hex().as_str(), "00000000000000ff");
-    /// ```
-    pub fn as_str(&self) -> &str {
-        // Only `IdFormat::encode` builds one, from ASCII alphabets.
-        std::str::from_utf8(&self.buf[self.start as usize..]).unwrap_or_default()
-    }
-}
-
-impl Deref for IdString {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for IdString {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl fmt::Display for IdString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl fmt::Debug for IdString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl PartialEq for IdString {
-    fn eq(&self, other: &IdString) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for IdString {}
-
-impl PartialOrd for IdString {
-    fn partial_cmp(&self, other: &IdString) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for IdString {
-    fn cmp(&self, other: &IdString) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
-    }
-}
-
-impl Hash for IdString {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-impl PartialEq<str> for IdString {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for IdString {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<IdString> for &str {
-    fn eq(&self, other: &IdString) -> bool {
-        *self == other.as_str()
-    }
-}
-
 /// The string forms; see [`IdFormat`] for widths and order.
 impl Id {
+    /// Parses the decimal form, like `str::parse` but usable in `const` context.
+    ///
+    /// Accepts only ASCII digits: no sign, no spaces, no separators.
+    ///
+    /// # Errors
+    ///
+    /// [`ParseIdError`] for an empty string, a non-digit, or a value above 2^64 - 1.
+    ///
+    /// ```
+    /// use flakeid::{Id, ParseIdError};
+    ///
+    /// assert_eq!(Id::parse_decimal("123"), Ok(Id::from_u64(123)));
+    /// assert_eq!(Id::parse_decimal("+1"), Err(ParseIdError::InvalidCharacter { position: 0, character: '+' }));
+    /// ```
+    pub const fn parse_decimal(s: &str) -> Result<Id, ParseIdError> {
+        IdFormat::Decimal.parse(s)
+    }
+
     /// The 11-character base62 form (`0-9A-Za-z`), zero-padded so it sorts
     /// as the number in byte order. The shortest URL-safe form.
     ///
@@ -551,130 +485,31 @@ impl Id {
     }
 }
 
-impl Id {
-    /// Parses any string form without being told which, and says which it
-    /// read. The form is told by the string's shape, never by trial:
-    ///
-    /// 1. ASCII digits only: decimal, whatever the length;
-    /// 2. the widths flakeid writes: 16 characters hex, 13 base32, 11 base62;
-    /// 3. `0x` or `0X` and then hex digits: hex.
-    ///
-    /// So every string [`IdFormat::encode`] writes reads back as its form,
-    /// unless it is made only of digits; and a `0x` string of exactly 11 or
-    /// 13 characters reads as base62 or base32. Where such input occurs,
-    /// name the form with [`IdFormat::parse`].
-    ///
-    /// # Errors
-    ///
-    /// [`ParseAnyIdError::NoFormFits`] if the shape matches no form,
-    /// [`ParseAnyIdError::NotInForm`] if the form the shape points to
-    /// refuses the string (a bad character, say).
-    ///
-    /// ```
-    /// use flakeid::{Id, IdFormat, ParseAnyIdError};
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let id = Id::from_u64(175_928_847_299_117_063);
-    /// assert_eq!(Id::parse_any("175928847299117063")?, (id, IdFormat::Decimal));
-    /// assert_eq!(Id::parse_any("0x271065ac1020007")?, (id, IdFormat::Hex));
-    /// assert_eq!(Id::parse_any("0Czks0tP37X")?, (id, IdFormat::Base62));
-    /// let err = Id::parse_any("order-17").unwrap_err();
-    /// assert_eq!(err, ParseAnyIdError::NoFormFits { length: 8 });
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn parse_any(s: &str) -> Result<(Id, IdFormat), ParseAnyIdError> {
-        let read = |form: IdFormat, text: &str| {
-            form.parse(text)
-                .map(|id| (id, form))
-                .map_err(|error| ParseAnyIdError::NotInForm { form, error })
-        };
-        if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-            return read(IdFormat::Decimal, s);
-        }
-        let length = s.chars().count();
-        // Hex is last: its written form never starts with `0x`.
-        for form in [IdFormat::Base32, IdFormat::Base62] {
-            if form.width() == Some(length) {
-                return read(form, s);
-            }
-        }
-        if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            return read(IdFormat::Hex, hex);
-        }
-        if IdFormat::Hex.width() == Some(length) {
-            return read(IdFormat::Hex, s);
-        }
-        Err(ParseAnyIdError::NoFormFits { length })
-    }
-}
-
-/// [`Id::parse_any`] could not read a string in any form.
-///
-/// ```
-/// use flakeid::{Id, IdFormat, ParseAnyIdError, ParseIdError};
-///
-/// let err = Id::parse_any("0Czk-0tP37X").unwrap_err();
-/// assert_eq!(
-///     err,
-///     ParseAnyIdError::NotInForm {
-///         form: IdFormat::Base62,
-///         error: ParseIdError::InvalidCharacter { position: 4, character: '-' },
-///     }
-/// );
-/// assert_eq!(
-///     err.to_string(),
-///     "read as base62 (11 characters), but: invalid character '-' at position 4"
-/// );
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ParseAnyIdError {
-    /// Not `0x` and hex, not digits only, and not of a fixed-width form's
-    /// length (hex 16, base32 13, base62 11).
-    NoFormFits {
-        /// The string's length in characters.
-        length: usize,
-    },
-    /// The form the string's shape points to refuses it.
-    NotInForm {
-        /// The form tried.
-        form: IdFormat,
-        /// What that form found wrong.
-        error: ParseIdError,
-    },
-}
-
-impl fmt::Display for ParseAnyIdError {
+/// Decimal, without allocating (the standard integer formatting writes
+/// through a stack buffer).
+impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParseAnyIdError::NoFormFits { length: 0 } => {
-                write!(f, "cannot parse an id from an empty string")
-            }
-            ParseAnyIdError::NoFormFits { length } => write!(
-                f,
-                "cannot tell the form of a {length}-character string: decimal is digits \
-                 only, hex has 16 characters or a 0x prefix, base32 13, base62 11"
-            ),
-            ParseAnyIdError::NotInForm { form, error } => {
-                let why = match form {
-                    IdFormat::Decimal => "digits only",
-                    IdFormat::Hex => "0x prefix or 16 characters",
-                    IdFormat::Base32 => "13 characters",
-                    IdFormat::Base62 => "11 characters",
-                };
-                write!(f, "read as {form} ({why}), but: {error}")
-            }
-        }
+        fmt::Display::fmt(&self.to_u64(), f)
     }
 }
 
-impl std::error::Error for ParseAnyIdError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ParseAnyIdError::NotInForm { error, .. } => Some(error),
-            ParseAnyIdError::NoFormFits { .. } => None,
-        }
+impl fmt::LowerHex for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.to_u64(), f)
+    }
+}
+
+impl fmt::UpperHex for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::UpperHex::fmt(&self.to_u64(), f)
+    }
+}
+
+impl FromStr for Id {
+    type Err = ParseIdError;
+
+    fn from_str(s: &str) -> Result<Id, ParseIdError> {
+        Id::parse_decimal(s)
     }
 }
 
@@ -683,7 +518,7 @@ mod tests {
     use super::*;
 
     /// SplitMix64, for reproducible test values without a dependency.
-    fn values(n: usize) -> impl Iterator<Item = u64> {
+    pub(super) fn values(n: usize) -> impl Iterator<Item = u64> {
         let mut z = 0x1234_5678_9abc_def0_u64;
         let edges = [0, 1, 9, 10, 61, 62, 63, 1 << 53, i64::MAX as u64, u64::MAX];
         edges.into_iter().chain((0..n).map(move |_| {
@@ -850,17 +685,6 @@ mod tests {
     }
 
     #[test]
-    fn id_string_is_a_small_copy_value_that_pads_like_a_str() {
-        fn assert_copy_send_sync<T: Copy + Send + Sync>() {}
-        assert_copy_send_sync::<IdString>();
-        assert!(std::mem::size_of::<IdString>() <= 24);
-        let text = Id::from_u64(62).to_base62();
-        assert_eq!(format!("[{text:>13}]"), "[  00000000010]");
-        assert_eq!(format!("{text:?}"), "\"00000000010\"");
-        assert_eq!(&*text, "00000000010");
-    }
-
-    #[test]
     fn parsing_works_in_const_context() {
         const ID: Id = match Id::parse_base62("0Czks0tP37X") {
             Ok(id) => id,
@@ -870,62 +694,74 @@ mod tests {
     }
 
     #[test]
-    fn parse_any_reads_every_form_by_its_shape() {
-        for value in values(2_000) {
-            let id = Id::from_u64(value);
-            for form in IdFormat::ALL {
-                let text = form.encode(id);
-                let digits_only = text.bytes().all(|b| b.is_ascii_digit());
-                match Id::parse_any(&text) {
-                    // Digits alone always read as decimal.
-                    Ok((read, IdFormat::Decimal)) if digits_only => {
-                        assert_eq!(read, IdFormat::Decimal.parse(&text).unwrap());
-                    }
-                    Ok((read, read_form)) => {
-                        assert_eq!((read, read_form), (id, form), "{text}");
-                        assert!(!digits_only);
-                    }
-                    Err(e) => panic!("{form} {text}: {e}"),
-                }
-            }
-            let prefixed = format!("0x{:x}", value);
-            if ![11, 13].contains(&prefixed.len()) {
-                assert_eq!(
-                    Id::parse_any(&prefixed),
-                    Ok((id, IdFormat::Hex)),
-                    "{prefixed}"
-                );
-            }
+    fn decimal_round_trips_at_the_edges() {
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            i64::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let id = Id::from_u64(v);
+            assert_eq!(id.to_string().parse::<Id>(), Ok(id));
+            assert_eq!(id.to_string(), v.to_string());
         }
+    }
+
+    #[test]
+    fn parse_rejects_what_is_not_a_plain_decimal() {
+        assert_eq!("".parse::<Id>(), Err(ParseIdError::Empty));
         assert_eq!(
-            Id::parse_any(""),
-            Err(ParseAnyIdError::NoFormFits { length: 0 })
-        );
-        assert_eq!(
-            Id::parse_any("0x"),
-            Err(ParseAnyIdError::NotInForm {
-                form: IdFormat::Hex,
-                error: ParseIdError::Empty
+            " 1".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 0,
+                character: ' '
             })
         );
         assert_eq!(
-            Id::parse_any("18446744073709551616"),
-            Err(ParseAnyIdError::NotInForm {
-                form: IdFormat::Decimal,
-                error: ParseIdError::Overflow
+            "1_000".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 1,
+                character: '_'
             })
         );
-        // 13 characters with a base32 `U` (not in Crockford's alphabet).
-        assert!(matches!(
-            Id::parse_any("04W86BB0G400U"),
-            Err(ParseAnyIdError::NotInForm {
-                form: IdFormat::Base32,
-                ..
-            })
-        ));
         assert_eq!(
-            Id::parse_any("é"),
-            Err(ParseAnyIdError::NoFormFits { length: 1 })
+            "12é".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 2,
+                character: 'é'
+            })
         );
+        assert_eq!(
+            "-5".parse::<Id>(),
+            Err(ParseIdError::InvalidCharacter {
+                position: 0,
+                character: '-'
+            })
+        );
+        assert_eq!(
+            "18446744073709551616".parse::<Id>(),
+            Err(ParseIdError::Overflow)
+        );
+        assert_eq!(
+            "99999999999999999999999".parse::<Id>(),
+            Err(ParseIdError::Overflow)
+        );
+        // Leading zeros are still the same number.
+        assert_eq!("007".parse::<Id>(), Ok(Id::from_u64(7)));
+    }
+
+    #[test]
+    fn hex_and_ordering_follow_the_integer() {
+        let a = Id::from_u64(0xdead_beef);
+        assert_eq!(format!("{a:x}"), "deadbeef");
+        assert_eq!(format!("{a:X}"), "DEADBEEF");
+        assert_eq!(format!("{a:#018x}"), "0x00000000deadbeef");
+        assert!(Id::from_u64(1) < Id::from_u64(2));
+        assert_eq!(format!("{a:?}"), "Id(3735928559)");
     }
 }
