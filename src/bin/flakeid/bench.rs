@@ -98,12 +98,23 @@ impl Cell {
     /// `12.34 (11.90–12.80)`, scaled by `scale`, with `suffix` after each.
     fn show(&self, scale: f64, suffix: &str) -> String {
         format!(
-            "{:.2}{suffix} ({:.2}–{:.2})",
-            self.median / scale,
-            self.low / scale,
-            self.high / scale
+            "{}{suffix} ({}–{})",
+            two_places(self.median / scale),
+            two_places(self.low / scale),
+            two_places(self.high / scale)
         )
     }
+}
+
+/// `x` with two decimal places, or as many more as it takes to show two
+/// significant digits: a starved run's small rate is not shown as 0.
+fn two_places(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 0.01 || !x.is_finite() {
+        return format!("{x:.2}");
+    }
+    // 0.0042 needs 4 places: -log10 is 2.4, rounded up to 3, plus 1.
+    let places = (-x.abs().log10()).ceil() as usize + 1;
+    format!("{x:.places$}")
 }
 
 /// One row: a cell per subject, and the ratios of the default generator's
@@ -390,7 +401,9 @@ fn work<G: IdGenerator>(
     let mut ids = Vec::new();
     let mut last = Id::MIN;
     let mut n = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    // At least one round of 256 per thread, however late the thread starts
+    // on a busy machine: every run measures a rate above 0.
+    loop {
         for _ in 0..256 {
             // `next_id`, as the criterion bench calls it. With the default
             // policies it fails only past the layout's end, which `measure`
@@ -406,6 +419,9 @@ fn work<G: IdGenerator>(
             }
         }
         count.store(n, Ordering::Relaxed);
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
     }
     Ok(ids)
 }
@@ -413,6 +429,15 @@ fn work<G: IdGenerator>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_rates_keep_two_significant_digits() {
+        assert_eq!(two_places(12.345), "12.35");
+        assert_eq!(two_places(0.0), "0.00");
+        assert_eq!(two_places(0.0042), "0.0042");
+        assert_eq!(two_places(0.00051), "0.00051");
+        assert_eq!(two_places(0.01), "0.01");
+    }
 
     #[test]
     fn the_main_job_warns_about_what_makes_its_numbers_swing() {
