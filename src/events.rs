@@ -48,8 +48,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::lease::LeaseError;
-use crate::persist::StateError;
+use crate::error::{LeaseError, StateError};
 
 /// Something a generator did; see the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! A fleet of leased generators, simulated: deterministic, seeded, and
-//! reproducible from the seed it prints (issue 12, "A fleet simulation").
+//! reproducible from the seed it prints.
 //!
 //! # Why an in-process store behind the keeper's real code path
 //!
@@ -77,23 +77,23 @@
 //!
 //! Three planted defects show that the checks have teeth: a claim that
 //! ignores the mark, renewals that never fail (no fencing), and a claim that
-//! takes a node id whatever its mark (before item 3): each run must report
-//! the violation.
+//! takes a node id whatever its mark (however far ahead of the claimer's
+//! clock): each run must report the violation.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::Lease;
-use super::keeper::{Ask, Claim, Claimed, Run, Store, WallClock};
-use super::memory::{Fault, MemoryBackend, MemoryStore};
+use super::memory::{Fault, Last, MemoryBackend, MemoryStore, Recorder, build_leased};
 use crate::clock::{Clock, ManualClock};
-use crate::fence::{Fence, Keeper};
+use crate::error::{BuildError, GenerateError, LeaseError};
+use crate::fence::Fence;
 use crate::generator::{Generator, OnClockBehind, OnExhausted};
 use crate::id::Id;
 use crate::layout::Layout;
-use crate::{BuildError, GenerateError, LeaseError};
+use crate::lease::Terms;
+use crate::lease::keeper::{Ask, Claim, Claimed, Run, Store, WallClock};
 
 /// True time at the start: 2027-01-15.
 const T0_MS: u64 = 1_800_000_000_000;
@@ -119,8 +119,8 @@ enum Defect {
     /// A renewal that failed or found the claim gone reports success: the
     /// keeper never fences.
     RenewalsNeverFail,
-    /// A claim takes a free node id however far ahead its mark (as claims
-    /// did before issue 12's item 3).
+    /// A claim takes a free node id however far ahead its mark (no
+    /// `max_mark_ahead` bound).
     ClaimTakesAnyMark,
 }
 
@@ -266,18 +266,6 @@ impl Store for SimStore {
     }
 }
 
-/// What a dropped generator told its keeper (see [`Keeper::release`]).
-type Last = Arc<Mutex<Option<Option<(u64, u64)>>>>;
-
-/// The generator's side of the keeper: records what it ended on.
-struct Recorder(Last);
-
-impl Keeper for Recorder {
-    fn release(self: Box<Self>, last: Option<(u64, u64)>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(last);
-    }
-}
-
 /// One process: a leased generator and its keeper, on the machine's clocks.
 struct Process {
     generator: Generator<ManualClock>,
@@ -316,13 +304,14 @@ impl Process {
         let (source, mock) = quanta::Clock::mock();
         let fence = Arc::new(Fence::with_clock(source));
         let last = Last::default();
-        let mut lease = Lease::memory(backend)
-            .ttl(ttl)
-            .node_ids(0..=(1 << NODE_BITS) - 1);
-        if let Some(threshold) = profile.rotate_after {
-            lease = lease.rotate_after_rollback(threshold);
-        }
-        let mut builder = Generator::builder(layout())
+        let terms = Terms {
+            ttl,
+            node_ids: Some(0..=(1 << NODE_BITS) - 1),
+            rotate_after: profile.rotate_after,
+            ..Terms::default()
+        };
+        let layout = layout();
+        let mut builder = Generator::builder(layout.clone())
             .single_node()
             .clock(wall.clone())
             .on_clock_behind(profile.on_behind)
@@ -332,8 +321,8 @@ impl Process {
         }
         let mut made = None;
         let mut holder = 0;
-        let generator = builder.build_leased_by(fence.clone(), |layout, lead| {
-            let mut settings = lease.settings(layout, lead)?;
+        let generator = build_leased(builder, &fence, |lead| {
+            let mut settings = terms.settings(&layout, lead, "memory".into())?;
             settings.wall = WallClock::new(wall.clone());
             let inner = backend.store(&settings);
             holder = inner.holder();
