@@ -118,7 +118,7 @@ impl fmt::Display for GenerateError {
 }
 
 /// `Storage`'s `Display` already ends with the storage error, so `source`
-/// skips to that error's own source (see [`BuildError`]'s).
+/// skips to that error's own source (see [`BuildError`](super::BuildError)'s).
 impl std::error::Error for GenerateError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

@@ -1,7 +1,10 @@
-//! The error types, in one place below everything that reports them: the
-//! generator (building and issuing), restart safety's saved state, and the
-//! node-id lease. The event hook carries the last two, so they sit here,
-//! not in the modules that raise them.
+//! The error types: why a generator cannot be built ([`BuildError`]) or
+//! cannot issue now ([`GenerateError`]), why restart safety's state cannot
+//! be used or stored ([`StateError`]), and why a node id cannot be leased
+//! ([`LeaseError`]). They sit below every module that raises, wraps or
+//! reports them (the generator, persistence, the lease, the event hook),
+//! which therefore need not import one another, and import nothing but
+//! `std` and the layout's field errors.
 
 mod build;
 mod generate;
