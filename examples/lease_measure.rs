@@ -1,7 +1,7 @@
-//! Measures node-id leases on real servers and prints the README's numbers:
-//! claim latency, renewal traffic per node, the server's CPU per renewal and
-//! the largest fleet one server carries at the chosen TTL, and a worked
-//! example for 1,024 nodes.
+//! Measures node-id leases on real servers and prints the figures of
+//! `benches/results/lease.md`: claim latency, renewal traffic per node, the
+//! server's CPU per renewal and the largest fleet one server carries at the
+//! chosen TTL, and a worked example for 1,024 nodes.
 //!
 //! ```sh
 //! cargo run --release --features etcd,redis --example lease_measure
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use flakeid::{Generator, Layout, Lease};
 use flakeid_test_servers::{Kind, Proxy, Server, unique_prefix, url_at};
 
-/// The TTL the README's figures are for.
+/// The TTL the figures are for.
 const TTL: Duration = Duration::from_secs(10);
 /// The share of one core a server may spend on renewals in the fleet figure.
 const CPU_BUDGET: f64 = 0.5;

@@ -7,9 +7,9 @@
 //! `Fn(&Event) + Send + Sync`, or the ready-made [`Tracing`] (feature
 //! `tracing`) and [`Metrics`] (feature `metrics`) hooks. Events are rare and
 //! come from slow paths only: a call that takes an ID in the current tick
-//! never looks at the hook, and without a hook the generator's hot path is
-//! the same as before (one test of an `Option` that was there already,
-//! for [`Stats`](crate::Stats)).
+//! never looks at the hook, and the hook costs the hot path nothing: it sits
+//! beside the counters of [`Stats`](crate::Stats), behind the one test of an
+//! `Option` that they need anyway.
 //!
 //! A hook runs on the thread where the event happened: a caller of
 //! `next_id` (clock, wait, tick and drop events), the lease's keeper thread
@@ -48,8 +48,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::lease::LeaseError;
-use crate::persist::StateError;
+use crate::error::{LeaseError, StateError};
 
 /// Something a generator did; see the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Eq)]

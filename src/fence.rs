@@ -5,9 +5,9 @@
 //! claims a node id and keeps pushing its deadline forward while renewals
 //! succeed; a renewal answered after the deadline does not, and a fence once
 //! closed (by the keeper, or by its deadline passing) reopens only for a
-//! fresh claim, under a new generation. The deadline is on a monotonic clock of its own (the TSC through
-//! `quanta`), whatever clock the generator reads, so a wall clock stepped back
-//! cannot extend a lease. Nothing has to happen for the fence to close: a
+//! fresh claim, under a new generation. The deadline is on a monotonic clock
+//! of its own (the TSC through `quanta`), whatever clock the generator reads,
+//! so a wall clock stepped back cannot extend a lease. Nothing has to happen for the fence to close: a
 //! generator thread compares the deadline with the time itself, so a keeper
 //! thread that is starved or paused cannot keep a lapsed lease open.
 //!
@@ -75,18 +75,7 @@ pub(crate) struct Fence {
     skipped: AtomicU64,
     /// The keeper thread, woken by requests.
     keeper: OnceLock<Thread>,
-    /// Deliberately broken variants for the loom models' teeth
-    /// (`loom_hooks::Fence::plant_bug_*`).
-    #[cfg(flakeid_loom)]
-    planted: std::sync::atomic::AtomicU8,
 }
-
-/// Planted in `Fence::planted`: every ticket confirms.
-#[cfg(flakeid_loom)]
-pub(crate) const PLANT_CONFIRM_ALWAYS: u8 = 1;
-/// Planted in `Fence::planted`: a grant's floor reads as 0.
-#[cfg(flakeid_loom)]
-pub(crate) const PLANT_LOSE_FLOOR: u8 = 2;
 
 /// What an open fence grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,8 +147,6 @@ impl Fence {
             closed_at: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             keeper: OnceLock::new(),
-            #[cfg(flakeid_loom)]
-            planted: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
@@ -181,17 +168,12 @@ impl Fence {
                 return None;
             }
             let until = self.valid_until.load(Ordering::Relaxed);
-            #[allow(unused_mut)]
-            let mut grant = Grant {
+            let grant = Grant {
                 node_bits: self.node_bits.load(Ordering::Relaxed),
                 floor: self.floor.load(Ordering::Relaxed),
                 ceiling: self.ceiling.load(Ordering::Relaxed),
                 rewind: self.rewind.load(Ordering::Relaxed),
             };
-            #[cfg(flakeid_loom)]
-            if self.is_planted(PLANT_LOSE_FLOOR) {
-                grant.floor = 0;
-            }
             // Orders the loads above before the generation's second reading.
             atomic_fence(Ordering::Acquire);
             if self.generation.load(Ordering::Relaxed) != ticket {
@@ -277,10 +259,6 @@ impl Fence {
     /// the IDs of the swap only if so.
     #[inline]
     pub(crate) fn confirm(&self, ticket: u64) -> bool {
-        #[cfg(flakeid_loom)]
-        if self.is_planted(PLANT_CONFIRM_ALWAYS) {
-            return true;
-        }
         // Keeps the loads below after the compare-and-swap (its load half);
         // what is left is the few nanoseconds a TSC read may run early,
         // which the safety margin covers many times over.
@@ -301,12 +279,28 @@ impl Fence {
     /// Opens the fence for a fresh claim, valid until `valid_until_ns`.
     /// Called by one thread at a time (the keeper).
     pub(crate) fn open(&self, grant: Grant, valid_until_ns: u64) {
+        let generation = self.begin_replace();
+        self.write_grant(grant, valid_until_ns);
+        self.end_replace(generation.wrapping_add(2));
+    }
+
+    /// The first step of [`open`](Fence::open): makes the generation odd, so
+    /// that no checker takes the words about to change, and returns the
+    /// even generation it replaced.
+    pub(crate) fn begin_replace(&self) -> u64 {
         // Even between writes; the keeper is the only writer.
         let generation = self.generation.load(Ordering::Relaxed);
         self.generation
             .store(generation.wrapping_add(1), Ordering::Relaxed);
-        // Orders the odd generation before the words written below.
+        // Orders the odd generation before the words written next.
         atomic_fence(Ordering::Release);
+        generation
+    }
+
+    /// The second step of [`open`](Fence::open): writes the grant's words
+    /// and its deadline. Only between the other two steps: a checker trusts
+    /// words read under an unchanged even generation.
+    pub(crate) fn write_grant(&self, grant: Grant, valid_until_ns: u64) {
         // The deadline is written with swaps, not stores, here and in
         // `close`: it races read-modify-writes (a renewal's `extend`, a
         // generator's `expire`), and loom 0.7 lets a plain store fall between
@@ -320,8 +314,13 @@ impl Fence {
         self.ceiling.store(grant.ceiling, Ordering::Relaxed);
         self.rewind.store(grant.rewind, Ordering::Relaxed);
         self.valid_until.swap(valid_until_ns, Ordering::Relaxed);
-        self.generation
-            .store(generation.wrapping_add(2), Ordering::Release);
+    }
+
+    /// The last step of [`open`](Fence::open): publishes the words under
+    /// `generation`, the even one after the replaced grant's, so that no
+    /// ticket of that grant confirms any more.
+    pub(crate) fn end_replace(&self, generation: u64) {
+        self.generation.store(generation, Ordering::Release);
     }
 
     /// Pushes the deadline of an open fence forward after a renewal, and
@@ -338,7 +337,12 @@ impl Fence {
 
     /// Pushes the deadline to `valid_until_ns` and raises the ceiling if the
     /// current deadline passes `open`.
-    fn extend_if(&self, valid_until_ns: u64, ceiling: u64, open: impl Fn(u64) -> bool) -> bool {
+    pub(crate) fn extend_if(
+        &self,
+        valid_until_ns: u64,
+        ceiling: u64,
+        open: impl Fn(u64) -> bool,
+    ) -> bool {
         let extended =
             self.valid_until
                 .fetch_update(Ordering::Release, Ordering::Relaxed, |until| {
@@ -423,41 +427,6 @@ impl Fence {
         if let Some(keeper) = self.keeper.get() {
             keeper.unpark();
         }
-    }
-}
-
-/// Deliberately broken variants, compiled only for the loom models, which
-/// must catch them (`loom-tests/tests/fence.rs` and `leased.rs`).
-#[cfg(flakeid_loom)]
-impl Fence {
-    pub(crate) fn plant(&self, bug: u8) {
-        self.planted
-            .fetch_or(bug, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn is_planted(&self, bug: u8) -> bool {
-        self.planted.load(std::sync::atomic::Ordering::Relaxed) & bug != 0
-    }
-
-    /// `open` writing the words in place without making the generation odd
-    /// first (only a new even one after): a checker can read one grant's
-    /// node bits with another's floor under an unchanged generation.
-    pub(crate) fn broken_open_in_place(&self, grant: Grant, valid_until_ns: u64) {
-        let generation = self.generation.load(Ordering::Relaxed);
-        self.node_bits.store(grant.node_bits, Ordering::Relaxed);
-        self.floor.store(grant.floor, Ordering::Relaxed);
-        self.ceiling.store(grant.ceiling, Ordering::Relaxed);
-        self.rewind.store(grant.rewind, Ordering::Relaxed);
-        self.valid_until.swap(valid_until_ns, Ordering::Relaxed);
-        // A new generation, but never an odd one while the words change.
-        self.generation
-            .store(generation.wrapping_add(2), Ordering::Release);
-    }
-
-    /// `extend` as it was before issue 12: any non-zero deadline is pushed
-    /// forward, so a renewal answered after the deadline reopens the fence.
-    pub(crate) fn broken_extend_any_open(&self, valid_until_ns: u64, ceiling: u64) {
-        self.extend_if(valid_until_ns, ceiling, |until| until != 0);
     }
 }
 
@@ -567,11 +536,11 @@ mod tests {
         assert!(fence.confirm(new));
     }
 
-    /// The bug this layout fixes: the words were separate atomics read after
-    /// the deadline, so a checker racing a close-and-open could pair one
-    /// grant's node bits with another's floor (and issue under the new node
-    /// id below its floor). Each grant here is a distinct (node, floor,
-    /// rewind) triple; every grant a checker sees must be one of them.
+    /// A checker racing a close-and-open never pairs one grant's node bits
+    /// with another's floor (which would issue under the new node id below
+    /// its floor): it reads the words between two equal even generations.
+    /// Each grant here is a distinct (node, floor, rewind) triple; every
+    /// grant a checker sees must be one of them.
     ///
     /// Counted, not timed: the writer makes a fixed number of opens and,
     /// every few, waits until the checker has made another check, so the two

@@ -190,6 +190,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
+mod error;
 pub mod events;
 mod fence;
 mod generator;
@@ -221,12 +222,15 @@ pub mod serde;
     doc(cfg(any(feature = "postgres-types", feature = "sqlx", feature = "diesel")))
 )]
 pub mod sql;
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
+pub use error::{BuildError, GenerateError, LeaseError, SharedIoError, StateError};
 pub use events::{Event, EventHook};
 pub use generator::{
-    BuildError, Builder, GenerateError, Generator, Health, IdBatch, IdGenerator, MutexGenerator,
-    OnClockBehind, OnExhausted, Stats,
+    Builder, Generator, Health, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted,
+    Stats,
 };
 pub use id::{ConvertIdError, Id, ParseIdError};
 pub use id_string::{IdFormat, IdString, ParseAnyIdError};
@@ -236,11 +240,8 @@ pub use layout::{
 };
 #[cfg(any(feature = "etcd", feature = "redis"))]
 pub use lease::Lease;
-pub use lease::LeaseError;
 pub use node_id::NodeIdError;
-pub use persist::{
-    FileStore, OnInvalidState, Persist, RestartRule, SharedIoError, StateError, StateStore,
-};
+pub use persist::{FileStore, OnInvalidState, Persist, RestartRule, StateStore};
 #[cfg(feature = "public-ids")]
 #[cfg_attr(docsrs, doc(cfg(feature = "public-ids")))]
 pub use public_id::{PublicIdError, PublicIds};

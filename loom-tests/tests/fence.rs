@@ -151,7 +151,7 @@ fn a_renewal_after_the_deadline_does_not_reopen_the_fence() {
 }
 
 /// The deadline has teeth: a renewal that pushes any non-zero deadline
-/// forward (the fence before issue 12's fix) reopens an expired fence.
+/// forward, not only one still ahead of the clock, reopens an expired fence.
 #[test]
 #[should_panic(expected = "reopened an expired fence")]
 fn the_deadline_model_catches_a_renewal_that_reopens() {

@@ -175,14 +175,15 @@ fn a_reclaimed_node_id_issues_only_after_its_new_floor() {
     a_reclaimed_node_id_keeps_to_its_new_floor(|fence, builder| fence.guard(builder));
 }
 
-/// The confirmation has teeth: a fence that confirms every ticket lets an
-/// attempt that passed the first grant enter tick 11 on the second grant's
-/// ceiling and hand that ID out.
+/// The confirmation has teeth: a keeper that replaces the grant under the
+/// old generation, so that every ticket of the first grant still confirms,
+/// lets an attempt that passed the first grant enter tick 11 on the second
+/// grant's ceiling and hand that ID out.
 #[test]
 #[should_panic(expected = "which another holder of node 1 used")]
 fn the_floor_model_catches_a_skipped_confirmation() {
     a_reclaimed_node_id_keeps_to_its_new_floor(|fence, builder| {
-        fence.plant_bug_confirm_always();
+        fence.plant_bug_open_keeps_generation();
         fence.guard(builder)
     });
 }
@@ -193,7 +194,7 @@ fn the_floor_model_catches_a_skipped_confirmation() {
 #[should_panic(expected = "which another holder of node 1 used")]
 fn the_floor_model_catches_a_gate_without_the_floor() {
     a_reclaimed_node_id_keeps_to_its_new_floor(|fence, builder| {
-        fence.plant_bug_lose_floor();
+        fence.plant_bug_open_loses_floor();
         fence.guard(builder)
     });
 }

@@ -10,29 +10,31 @@
 
 use std::time::Duration;
 
-use flakeid::loom_hooks::{MemoryStore, PersistBug, plant_persist_bug};
+use flakeid::loom_hooks::{MemoryStore, PersistBug};
 use flakeid::{Builder, GenerateError, Generator, Id, ManualClock, Persist};
 use flakeid_loom_tests::{Reached, at, decode, layout, model};
 use loom::sync::Arc;
 use loom::thread;
 
 /// A persisted generator on `layout(2)` at tick 10 with a one-tick window:
-/// building saves mark 11 before it returns.
+/// building saves mark 11 before it returns. `bug`, if any, is planted in
+/// the store's later saves.
 fn persisted(
     store: &MemoryStore,
     clock: &ManualClock,
     bug: Option<PersistBug>,
 ) -> Generator<ManualClock> {
-    let mut persist = Persist::store(store.clone()).window(Duration::from_millis(1));
-    if let Some(bug) = bug {
-        persist = plant_persist_bug(persist, bug);
-    }
-    Builder::new(layout(2))
+    let persist = Persist::store(store.clone()).window(Duration::from_millis(1));
+    let generator = Builder::new(layout(2))
         .node_id(1)
         .clock(clock.clone())
         .persist(persist)
         .build()
-        .unwrap()
+        .unwrap();
+    if let Some(bug) = bug {
+        store.plant(bug);
+    }
+    generator
 }
 
 /// The clock jumps to tick 12, past the saved mark (11), while a worker
@@ -90,12 +92,13 @@ fn no_id_outruns_the_saved_mark_while_the_writer_catches_up() {
     no_id_outruns_the_saved_mark(None);
 }
 
-/// The ceiling has teeth: a writer that publishes the new ceiling before its
-/// save returns lets an ID through past the mark on disk.
+/// The ceiling has teeth: a ceiling published before the save that covers
+/// it is durable (here, by a store that acknowledges the save before it is
+/// durable) lets an ID through past the mark on disk.
 #[test]
 #[should_panic(expected = "past the saved mark")]
 fn the_reservation_model_catches_a_ceiling_published_before_the_save() {
-    no_id_outruns_the_saved_mark(Some(PersistBug::PublishBeforeSave));
+    no_id_outruns_the_saved_mark(Some(PersistBug::AcknowledgeBeforeDurable));
 }
 
 /// A blocking `next_id` whose tick needs a save: its request must wake the
@@ -120,13 +123,14 @@ fn a_waiting_caller_wakes_the_parked_writer() {
     a_waiting_caller_wakes_the_writer(None);
 }
 
-/// The wake-up has teeth: a request that records the tick but does not
-/// unpark the writer never gets its save; the caller yields forever, which
-/// loom reports once the execution exceeds its branch limit.
+/// The wake-up has teeth: a request whose wake-up the writer loses (here,
+/// its store waits for another one, which a caller repeating its request
+/// never sends) never gets its save; the caller yields forever, which loom
+/// reports once the execution exceeds its branch limit.
 #[test]
 #[should_panic(expected = "exceeded maximum number of branches")]
-fn the_wake_up_model_catches_a_request_that_does_not_unpark() {
-    a_waiting_caller_wakes_the_writer(Some(PersistBug::RequestWithoutUnpark));
+fn the_wake_up_model_catches_a_lost_wake_up() {
+    a_waiting_caller_wakes_the_writer(Some(PersistBug::SwallowWakeUp));
 }
 
 /// Dropping the generator while a worker issues and the writer may be

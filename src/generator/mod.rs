@@ -2,7 +2,6 @@
 
 mod atomic;
 mod core;
-mod error;
 mod health;
 mod mutex;
 mod plan;
@@ -17,8 +16,8 @@ use std::hash::BuildHasher;
 use std::iter::FusedIterator;
 use std::sync::Arc;
 
+pub use crate::error::{BuildError, GenerateError};
 pub use atomic::Generator;
-pub use error::{BuildError, GenerateError};
 pub use health::Health;
 pub use mutex::MutexGenerator;
 pub use policy::{OnClockBehind, OnExhausted};
@@ -796,24 +795,17 @@ impl<C: Clock> Builder<C> {
         Ok(MutexGenerator::from_parts(self.into_parts()?))
     }
 
-    /// Builds a generator behind `fence` whose lease keeper `keeper` makes
-    /// from the layout and the lead allowance (the in-crate lease simulation:
-    /// a keeper stepped by the test, no thread).
-    #[cfg(all(test, any(feature = "etcd", feature = "redis")))]
-    pub(crate) fn build_leased_by(
-        mut self,
-        fence: Arc<Fence>,
-        keeper: impl FnOnce(&Layout, std::time::Duration) -> Result<Box<dyn Keeper>, BuildError>,
-    ) -> Result<Generator<C>, BuildError> {
-        let keeper = keeper(&self.layout, self.on_exhausted.lead())?;
-        self.fence = Some(fence);
-        let mut parts = self.into_parts()?;
-        parts.keeper = Some(keeper);
-        Ok(Generator::from_parts(parts))
+    /// The lead allowance: how far ahead of the clock the policies let a
+    /// timestamp run (`OnExhausted::Borrow`'s `max_ahead`, else zero).
+    pub(crate) fn lead(&self) -> std::time::Duration {
+        self.on_exhausted.lead()
     }
 
-    fn into_parts(self) -> Result<Components<C>, BuildError> {
+    /// Checks the configuration, claims the lease or starts restart safety
+    /// if configured, and returns what a generator is made of.
+    pub(crate) fn into_parts(self) -> Result<Components<C>, BuildError> {
         let mut config = self.config()?;
+        let lead = self.lead();
         #[cfg(any(feature = "etcd", feature = "redis"))]
         let keeper = match &self.lease {
             Some(_) if self.persist.is_some() => {
@@ -826,13 +818,7 @@ impl<C: Clock> Builder<C> {
             }
             Some(lease) => {
                 let fence = Arc::new(Fence::new());
-                let keeper = crate::lease::start(
-                    lease,
-                    &self.layout,
-                    self.on_exhausted.lead(),
-                    &fence,
-                    &self.events,
-                )?;
+                let keeper = crate::lease::start(lease, &self.layout, lead, &fence, &self.events)?;
                 config.fence = Some(fence);
                 Some(keeper)
             }
@@ -865,7 +851,7 @@ impl<C: Clock> Builder<C> {
             config.node_id,
             self.clock_id,
             now_tick,
-            self.on_exhausted.lead(),
+            lead,
             &self.events,
         )?;
         config.first_clock_id = started.clock_id;

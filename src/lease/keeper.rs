@@ -1,24 +1,29 @@
-//! The lease keeper: claims a node id, renews it on a background thread,
-//! opens and extends the generator's fence, rotates, and releases.
+//! The lease keeper: claims a node id, renews it, opens and extends the
+//! generator's fence, rotates, and releases.
 //!
 //! It is written once against [`Store`], which the etcd and Redis backends
 //! implement with blocking calls (etcd's on a small runtime of its own), and
 //! as a state machine: [`Run::step`] makes one round of decisions at the
 //! current time (the fence's monotonic clock, the [`WallClock`]) and says
-//! when it next wants to run. The keeper thread steps and parks; tests and
-//! the fleet simulation step it themselves, on mocked clocks.
+//! when it next wants to run. The keeper thread (`thread.rs`) steps and
+//! parks; the crate's tests and its fleet simulation step it themselves, on
+//! mocked clocks.
+
+#[cfg(any(feature = "etcd", feature = "redis"))]
+mod thread;
 
 use std::fmt;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::LeaseError;
 use crate::clock::{Clock, SystemClock};
+use crate::error::LeaseError;
 use crate::events::{Event, Events};
-use crate::fence::{Fence, Grant, Keeper};
+use crate::fence::{Fence, Grant};
 use crate::layout::Layout;
+
+#[cfg(any(feature = "etcd", feature = "redis"))]
+pub(crate) use thread::start;
 
 /// A node id held in the store.
 #[derive(Debug, Clone)]
@@ -54,6 +59,8 @@ pub(crate) struct Ask {
 impl Ask {
     /// Whether a free node id with `mark_ms` may be claimed; `Err(())` if
     /// only because its mark is too far ahead.
+    // Redis makes the same choice in its claim script.
+    #[cfg_attr(not(any(test, feature = "etcd")), allow(dead_code))]
     pub(crate) fn takes(&self, mark_ms: u64) -> Result<bool, ()> {
         if self.fresh_before_ms.is_some_and(|fresh| mark_ms >= fresh) {
             return Ok(false);
@@ -79,6 +86,7 @@ impl Skipped {
     /// How many skipped node ids a claim reports by name.
     pub(crate) const SHOWN: usize = 8;
 
+    #[cfg_attr(not(any(test, feature = "etcd")), allow(dead_code))]
     pub(crate) fn add(&mut self, node: u64, mark_ms: u64) {
         self.count += 1;
         if self.lowest.len() < Skipped::SHOWN {
@@ -100,7 +108,9 @@ pub(crate) enum Claimed {
 /// What a lease store does, as blocking calls bounded by the store's timeout
 /// (and by its deadline, while one is set).
 pub(crate) trait Store: Send + 'static {
-    /// Bounds each later call, connecting included.
+    /// Bounds each later call, connecting included. (Called by the keeper
+    /// thread; the crate's tests step a keeper without one.)
+    #[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
     fn set_timeout(&mut self, timeout: Duration);
 
     /// While `Some`, every call also ends by this instant (fails as
@@ -133,10 +143,10 @@ pub(crate) struct WallClock(Arc<dyn Clock>);
 
 impl WallClock {
     pub(crate) fn system() -> WallClock {
-        WallClock(Arc::new(SystemClock))
+        WallClock::new(SystemClock)
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The wall clock `clock` (a simulation's).
     pub(crate) fn new(clock: impl Clock + 'static) -> WallClock {
         WallClock(Arc::new(clock))
     }
@@ -155,13 +165,14 @@ impl fmt::Debug for WallClock {
 /// What bounds a store's next call: its timeout, and the deadline of the
 /// operation it belongs to, while one is set. The etcd and Redis stores keep
 /// one each and set it from [`Store::set_timeout`] and [`Store::set_deadline`].
-#[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
+#[cfg(any(feature = "etcd", feature = "redis"))]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallLimit {
     pub(crate) timeout: Duration,
     pub(crate) deadline: Option<Instant>,
 }
 
+#[cfg(any(feature = "etcd", feature = "redis"))]
 impl CallLimit {
     /// How long the next call may take: the timeout, or less if the
     /// deadline is nearer.
@@ -191,6 +202,8 @@ pub(crate) struct Settings {
     /// to take it.
     pub(crate) usable_ahead: Duration,
     pub(crate) rotate_after_ticks: u64,
+    /// The store, for messages (the keeper thread's).
+    #[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
     pub(crate) server: String,
     pub(crate) wall: WallClock,
     /// The generator's event hook, told of claims, failures and fences.
@@ -264,15 +277,6 @@ struct Held {
     valid_until: u64,
 }
 
-/// How the keeper thread is told to stop.
-#[derive(Default)]
-struct Stop {
-    /// `Some(last)` once asked; `last` is the generator's final node bits and
-    /// timestamp, when known.
-    asked: Option<Option<(u64, u64)>>,
-}
-
-/// One generator's keeper: the store, the claim held, and the times at which
 /// the next renewal, retry, claim and rotation are due (fence nanoseconds).
 pub(crate) struct Run<S> {
     store: S,
@@ -293,72 +297,6 @@ pub(crate) struct Run<S> {
     skipped: Skipped,
 }
 
-/// The keeper thread of one generator.
-pub(crate) struct KeeperThread {
-    stop: Arc<Mutex<Stop>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// Starts the keeper thread, which makes the store with `make_store`,
-/// claims a node id (retrying while the server is unreachable, up to the
-/// connect timeout) and opens the fence; returns once it has, or with the
-/// reason it could not. The store is made, used and dropped on the keeper
-/// thread only, so a caller inside an async runtime never runs (or drops)
-/// the store's own runtime.
-pub(crate) fn start<S, F>(
-    make_store: F,
-    settings: Settings,
-    fence: Arc<Fence>,
-) -> Result<KeeperThread, LeaseError>
-where
-    S: Store,
-    F: FnOnce(&Settings) -> Result<S, LeaseError> + Send + 'static,
-{
-    let stop = Arc::new(Mutex::new(Stop::default()));
-    let (started, outcome) = mpsc::sync_channel(1);
-    let keeper_stop = stop.clone();
-    let keeper_fence = fence.clone();
-    let spawned = thread::Builder::new()
-        .name("flakeid-lease".into())
-        .spawn(move || {
-            let claimed = make_store(&settings).and_then(|store| {
-                let mut run = Run::new(store, settings, keeper_fence);
-                run.claim_within_connect_timeout().map(|()| run)
-            });
-            match claimed {
-                Ok(mut run) => {
-                    let _ = started.send(Ok(()));
-                    run.keep(&keeper_stop);
-                }
-                // The store (and its runtime) is dropped before the builder
-                // hears of the error and joins this thread.
-                Err(e) => {
-                    let _ = started.send(Err(e));
-                }
-            }
-        });
-    let thread = spawned.map_err(|e| LeaseError::Config {
-        reason: format!("cannot start the lease keeper thread: {e}"),
-    })?;
-    fence.set_keeper(thread.thread().clone());
-    match outcome.recv() {
-        Ok(Ok(())) => Ok(KeeperThread {
-            stop,
-            thread: Some(thread),
-        }),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            Err(e)
-        }
-        Err(mpsc::RecvError) => {
-            let _ = thread.join();
-            Err(LeaseError::Config {
-                reason: "the lease keeper thread stopped before claiming a node id".into(),
-            })
-        }
-    }
-}
-
 impl<S: Store> Run<S> {
     /// A keeper holding nothing yet, for `fence`.
     pub(crate) fn new(store: S, settings: Settings, fence: Arc<Fence>) -> Run<S> {
@@ -377,36 +315,6 @@ impl<S: Store> Run<S> {
         }
     }
 
-    /// The first claim, retried while the server is unreachable, all within
-    /// the connect timeout (on the real clock: a build waits for a real
-    /// server).
-    fn claim_within_connect_timeout(&mut self) -> Result<(), LeaseError> {
-        let limit = self.settings.connect_timeout;
-        let deadline = Instant::now() + limit;
-        self.store.set_timeout(limit);
-        self.store.set_deadline(Some(deadline));
-        let claimed = loop {
-            match self.claim_first() {
-                Ok(()) => break Ok(()),
-                Err(LeaseError::Unreachable { reason, .. }) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break Err(LeaseError::Unreachable {
-                            server: self.settings.server.clone(),
-                            waited: limit,
-                            reason,
-                        });
-                    }
-                    thread::sleep(Duration::from_millis(50).min(left));
-                }
-                Err(e) => break Err(e),
-            }
-        };
-        self.store.set_deadline(None);
-        self.store.set_timeout(self.settings.request_timeout());
-        claimed
-    }
-
     /// One attempt at the first claim: on success the fence is open and the
     /// first renewal is due a third of the TTL later.
     pub(crate) fn claim_first(&mut self) -> Result<(), LeaseError> {
@@ -422,19 +330,13 @@ impl<S: Store> Run<S> {
     }
 
     /// The node id held (and its fence possibly open), if any.
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn held_node(&self) -> Option<u64> {
         self.held.as_ref().map(|h| h.claim.node)
     }
 
-    /// The store.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn store(&self) -> &S {
-        &self.store
-    }
-
     /// The free node ids the last claim skipped for their marks.
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn skipped(&self) -> &Skipped {
         &self.skipped
     }
@@ -506,26 +408,6 @@ impl<S: Store> Run<S> {
             held.valid_until,
         );
         Ok(held)
-    }
-
-    /// The keeper thread's loop: steps, and parks until the next step is due
-    /// or a generator wakes it.
-    fn keep(&mut self, stop: &Mutex<Stop>) {
-        loop {
-            let asked = match stop.lock() {
-                Ok(stop) => stop.asked,
-                Err(poisoned) => poisoned.into_inner().asked,
-            };
-            if let Some(last) = asked {
-                self.finish(last);
-                return;
-            }
-            let wake_at = self.step();
-            let now = self.fence.now_ns();
-            if wake_at > now {
-                thread::park_timeout(Duration::from_nanos(wake_at - now));
-            }
-        }
     }
 
     /// One round of the keeper's decisions at the fence's current time:
@@ -689,93 +571,5 @@ impl<S: Store> Run<S> {
                 break;
             }
         }
-    }
-}
-
-impl KeeperThread {
-    fn stop(&mut self, last: Option<(u64, u64)>) {
-        {
-            let mut stop = match self.stop.lock() {
-                Ok(stop) => stop,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            if stop.asked.is_none() {
-                stop.asked = Some(last);
-            }
-        }
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Keeper for KeeperThread {
-    fn release(mut self: Box<Self>, last: Option<(u64, u64)>) {
-        self.stop(last);
-    }
-}
-
-impl Drop for KeeperThread {
-    fn drop(&mut self) {
-        self.stop(None);
-    }
-}
-
-#[cfg(all(test, not(flakeid_loom)))]
-mod tests {
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::lease::Lease;
-    use crate::lease::memory::{MemoryBackend, MemoryStore};
-
-    const T: u64 = 1_700_000_000_000;
-
-    /// A keeper on `backend` whose wall clock is `wall`, holding a claim.
-    fn keeper(
-        backend: &MemoryBackend,
-        lease: &Lease,
-        wall: &ManualClock,
-    ) -> (Run<MemoryStore>, Arc<Fence>, Arc<quanta::Mock>) {
-        let (source, mock) = quanta::Clock::mock();
-        let fence = Arc::new(Fence::with_clock(source));
-        let mut settings = lease.settings(&Layout::twitter(), Duration::ZERO).unwrap();
-        settings.wall = WallClock::new(wall.clone());
-        let mut run = Run::new(backend.store(&settings), settings, fence.clone());
-        run.claim_first().unwrap();
-        (run, fence, mock)
-    }
-
-    /// A generator an hour ahead of the keeper's wall clock wants its tick
-    /// covered, then (its clock stepped back) asks for a rotation: the fresh
-    /// node id's mark is the wall clock plus the TTL, not the old node id's
-    /// wanted tick plus the TTL.
-    #[test]
-    fn a_rotation_does_not_raise_the_fresh_mark_to_the_old_wanted_tick() {
-        let wall = ManualClock::new(T);
-        let backend = MemoryBackend::new(wall.clone());
-        let lease = Lease::memory(&backend)
-            .ttl(Duration::from_secs(1))
-            .rotate_after_rollback(Duration::from_secs(1));
-        let (mut run, fence, _) = keeper(&backend, &lease, &wall);
-        let layout = Layout::twitter();
-        fence.want(layout.timestamp_at(T + 3_600_000).unwrap());
-        run.step();
-        assert!(
-            backend.mark(0).unwrap() >= T + 3_600_000,
-            "renewed past the wanted tick"
-        );
-        let (grant, _) = fence.check().unwrap();
-        let now_tick = layout.timestamp_at(T).unwrap();
-        fence.behind(grant.node_bits, now_tick, 3_600_000);
-        run.step();
-        assert_eq!(run.held_node(), Some(1), "rotated to a fresh node id");
-        let mark = backend.mark(1).unwrap();
-        assert!(
-            mark <= T + 1_000,
-            "the fresh node id's mark is {} ms past the wall clock",
-            mark - T
-        );
-        assert_eq!(fence.wanted(), 0, "reset by the fresh grant");
     }
 }

@@ -191,75 +191,27 @@
 //! waits for the release (at most the request timeout: a third of the TTL,
 //! and no more than the connect timeout).
 //!
+//! # Costs
 //!
-//! # Numbers
-//!
-//! Measured by `cargo run --release --features etcd,redis --example
-//! lease_measure`, which starts its own etcd 3.4.23 and Redis 7.0.15 (Debian
-//! bookworm) with data on disk (ext4), on a shared 2-core Xeon VM that was also
-//! building other projects, so CPU figures are on the high side. Claim latency
-//! is one `build()` (runtime, connection, claim, first ceiling); traffic is TCP
-//! payload counted by a proxy; server CPU per renewal is the server process's
-//! CPU time (from `/proc`) over 10 s of 200 keepers renewing, divided by the
-//! renewals the server itself counted.
-//!
-//! | | etcd | Redis |
-//! |---|---|---|
-//! | claim, median / 99th percentile | 1.8 ms / 4.6–5.3 ms | 0.45 ms / 0.6–1.1 ms |
-//! | release, median | 1.3 ms | 0.4 ms |
-//! | requests per renewal | 2 (keep-alive, mark transaction) | 1 (script) |
-//! | bytes per renewal, both ways | 388 | 210 |
-//! | per node at TTL 10 s | 0.6 requests/s, 116 B/s | 0.3 requests/s, 63 B/s |
-//! | server CPU per renewal | 710–760 µs | 84–103 µs (Redis counts 15–19 µs inside the script) |
-//! | renewals/s one server core sustains | about 1,350 | about 10,000 |
-//! | largest fleet at TTL 10 s, half a server core | about 2,200 nodes | about 16,000 nodes |
-//!
-//! (Ranges are two runs. The fleet figure is half a core divided by the CPU per
-//! renewal times 0.3 renewals per node per second, rounded down from the
-//! slower run. etcd's WAL fsync averaged 0.25–0.38 ms on this disk; each mark
-//! is a Raft write, batched by etcd, so at these rates CPU, not the disk, is the
-//! limit.)
-//!
-//! **1,024 nodes at TTL 10 s**: 307 renewals a second. On etcd that is 614
-//! requests/s (307 of them Raft writes), 119 KB/s, and 22–23% of one core; on
-//! Redis 307 script calls/s, 65 KB/s, and about 3% of a core. A crashed node's
-//! id is free again after 10 s; a node cut off from the store stops issuing
-//! after 8 s (TTL less the 2 s default margin).
-//!
-//! # Tests
-//!
-//! `tests/lease_etcd.rs` and `tests/lease_redis.rs` (features `etcd`, `redis`)
-//! start the real servers on 127.0.0.1 with free ports in temporary directories
-//! and kill them at the end; `.ci/test` installs Debian's `etcd-server`,
-//! `redis-server` and `protobuf-compiler` (etcd-client needs `protoc` to build).
-//! Each backend runs: claim, renew and release with the exact mark; all ids
-//! held, a corrupt mark and an unreachable server as typed errors; two processes
-//! of 32 generators racing for node ids (no node id twice, no ID twice); the
-//! server killed mid-run (no call made after the deadline, the TTL less the
-//! margin after the kill on the monotonic clock, returns an ID; none after a
-//! generator first saw itself fenced) and restarted (every generator claims
-//! again and resumes); the server frozen behind a proxy, so the keeper hangs in
-//! its requests (the fence still closes at the deadline, by itself); rotation after a 5 s clock rollback; and 1,000 simulated nodes
-//! joining and leaving over 12 node ids, one in ten cut off from the store
-//! instead of releasing (a node id is claimed again only after its holder
-//! released it or was fenced, and each holder starts after the last ID of the
-//! one before); and a server answering nonsense (a typed `BadReply`, at once).
-//! About 15 s per backend.
+//! A claim takes about 2 ms on etcd and 0.5 ms on Redis; a renewal, every
+//! third of the TTL, is two requests (388 bytes) on etcd and one (210 bytes)
+//! on Redis, so at the default 10 s TTL half a server core keeps about 2,200
+//! nodes on etcd and 16,000 on Redis. The measurements, their method and the
+//! command that repeats them are in the repository's
+//! `benches/results/lease.md`.
 
-// The error type is in every build (`BuildError::Lease` names it); the
-// leases themselves need the `etcd` or `redis` feature.
-mod error;
-pub use error::LeaseError;
+pub use crate::error::LeaseError;
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
-mod keeper;
+// The keeper and the lease's terms are also the crate's tests' (the fleet
+// simulation steps the keeper on an in-process store), so they compile for
+// tests without the features.
+#[cfg(any(test, feature = "etcd", feature = "redis"))]
+pub(crate) mod keeper;
+#[cfg(any(test, feature = "etcd", feature = "redis"))]
+mod terms;
 
 #[cfg(feature = "etcd")]
 mod etcd;
-#[cfg(all(test, not(flakeid_loom), any(feature = "etcd", feature = "redis")))]
-mod fleet_sim;
-#[cfg(all(test, any(feature = "etcd", feature = "redis")))]
-pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
 
@@ -279,6 +231,8 @@ use crate::layout::Layout;
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
 pub(crate) use keeper::Settings;
+#[cfg(any(test, feature = "etcd", feature = "redis"))]
+pub(crate) use terms::Terms;
 
 /// A node-id lease on etcd or Redis, for
 /// [`Builder::lease`](crate::Builder::lease): the generator claims the lowest
@@ -329,13 +283,7 @@ pub(crate) use keeper::Settings;
 #[must_use]
 pub struct Lease {
     store: StoreConfig,
-    prefix: String,
-    ttl: Duration,
-    safety_margin: Option<Duration>,
-    connect_timeout: Duration,
-    node_ids: Option<RangeInclusive<u64>>,
-    rotate_after: Option<Duration>,
-    max_mark_ahead: Option<Duration>,
+    terms: Terms,
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -345,9 +293,6 @@ enum StoreConfig {
     Etcd(Vec<String>),
     #[cfg(feature = "redis")]
     Redis(String),
-    /// The in-process store of the tests and the fleet simulation.
-    #[cfg(test)]
-    Memory(memory::MemoryBackend),
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -401,20 +346,8 @@ impl Lease {
     fn new(store: StoreConfig) -> Lease {
         Lease {
             store,
-            prefix: "flakeid".into(),
-            ttl: Duration::from_secs(10),
-            safety_margin: None,
-            connect_timeout: Duration::from_secs(5),
-            node_ids: None,
-            rotate_after: None,
-            max_mark_ahead: None,
+            terms: Terms::default(),
         }
-    }
-
-    /// A lease on the in-process store `backend` (tests and the simulation).
-    #[cfg(test)]
-    pub(crate) fn memory(backend: &memory::MemoryBackend) -> Lease {
-        Lease::new(StoreConfig::Memory(backend.clone()))
     }
 
     /// The key prefix, one per application and layout (default `flakeid`).
@@ -440,7 +373,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
+        self.terms.prefix = prefix.into();
         self
     }
 
@@ -471,7 +404,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+        self.terms.ttl = ttl;
         self
     }
 
@@ -505,7 +438,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn safety_margin(mut self, margin: Duration) -> Self {
-        self.safety_margin = Some(margin);
+        self.terms.safety_margin = Some(margin);
         self
     }
 
@@ -533,7 +466,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.terms.connect_timeout = timeout;
         self
     }
 
@@ -562,7 +495,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn node_ids(mut self, range: RangeInclusive<u64>) -> Self {
-        self.node_ids = Some(range);
+        self.terms.node_ids = Some(range);
         self
     }
 
@@ -596,7 +529,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn rotate_after_rollback(mut self, threshold: Duration) -> Self {
-        self.rotate_after = Some(threshold);
+        self.terms.rotate_after = Some(threshold);
         self
     }
 
@@ -630,7 +563,7 @@ impl Lease {
     /// # }
     /// ```
     pub fn max_mark_ahead(mut self, bound: Duration) -> Self {
-        self.max_mark_ahead = Some(bound);
+        self.terms.max_mark_ahead = Some(bound);
         self
     }
 
@@ -641,72 +574,12 @@ impl Lease {
             StoreConfig::Etcd(endpoints) => format!("etcd {}", endpoints.join(",")),
             #[cfg(feature = "redis")]
             StoreConfig::Redis(url) => format!("redis {}", mask_password(url)),
-            #[cfg(test)]
-            StoreConfig::Memory(_) => "memory".into(),
         }
     }
 
-    /// Checks the configuration against the generator's layout and time lead.
+    /// Checks the lease against the generator's layout and time lead.
     fn settings(&self, layout: &Layout, lead: Duration) -> Result<Settings, LeaseError> {
-        let config = |reason: String| Err(LeaseError::Config { reason });
-        let margin = self.safety_margin.unwrap_or(self.ttl / 5);
-        if self.ttl < Duration::from_millis(100) {
-            return config(format!("the TTL ({:?}) is shorter than 100 ms", self.ttl));
-        }
-        if margin.is_zero() {
-            return config(
-                "the safety margin is 0: it must absorb the monotonic clock running slower \
-                 than the store's"
-                    .into(),
-            );
-        }
-        if margin >= self.ttl {
-            return config(format!(
-                "the safety margin ({margin:?}) is not shorter than the TTL ({:?})",
-                self.ttl
-            ));
-        }
-        let (first, last) = match &self.node_ids {
-            Some(range) => (*range.start(), *range.end()),
-            None => (0, layout.max_node_id()),
-        };
-        if first > last || last > layout.max_node_id() {
-            return config(format!(
-                "node ids {first}..={last} are not a non-empty range within the layout's 0..={}",
-                layout.max_node_id()
-            ));
-        }
-        if self.prefix.is_empty() {
-            return config("the key prefix is empty".into());
-        }
-        let unit = Duration::from_millis(layout.unit_ms());
-        let rotate_after_ticks = match self.rotate_after {
-            None => 0,
-            Some(threshold) if threshold < unit => {
-                return config(format!(
-                    "the rotation threshold ({threshold:?}) is shorter than the layout's time unit"
-                ));
-            }
-            Some(threshold) => u64::try_from(threshold.as_millis() / u128::from(layout.unit_ms()))
-                .unwrap_or(u64::MAX),
-        };
-        let ahead = self.ttl.saturating_add(lead);
-        Ok(Settings {
-            layout: layout.clone(),
-            first,
-            last,
-            ttl: self.ttl,
-            margin,
-            connect_timeout: self.connect_timeout,
-            ahead,
-            usable_ahead: self
-                .max_mark_ahead
-                .unwrap_or_else(|| Duration::from_secs(60).max(ahead)),
-            rotate_after_ticks,
-            server: self.server(),
-            wall: keeper::WallClock::system(),
-            events: crate::events::Events::default(),
-        })
+        self.terms.settings(layout, lead, self.server())
     }
 }
 
@@ -715,13 +588,13 @@ impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
             .field("server", &self.server())
-            .field("prefix", &self.prefix)
-            .field("ttl", &self.ttl)
-            .field("safety_margin", &self.safety_margin.unwrap_or(self.ttl / 5))
-            .field("connect_timeout", &self.connect_timeout)
-            .field("node_ids", &self.node_ids)
-            .field("rotate_after_rollback", &self.rotate_after)
-            .field("max_mark_ahead", &self.max_mark_ahead)
+            .field("prefix", &self.terms.prefix)
+            .field("ttl", &self.terms.ttl)
+            .field("safety_margin", &self.terms.margin())
+            .field("connect_timeout", &self.terms.connect_timeout)
+            .field("node_ids", &self.terms.node_ids)
+            .field("rotate_after_rollback", &self.terms.rotate_after)
+            .field("max_mark_ahead", &self.terms.max_mark_ahead)
             .finish()
     }
 }
@@ -771,7 +644,7 @@ pub(crate) fn start(
     let mut settings = lease.settings(layout, lead)?;
     settings.events = events.clone();
     let token = token();
-    let prefix = lease.prefix.clone();
+    let prefix = lease.terms.prefix.clone();
     let fence = fence.clone();
     match &lease.store {
         #[cfg(feature = "etcd")]
@@ -784,13 +657,6 @@ pub(crate) fn start(
         StoreConfig::Redis(url) => {
             let url = url.clone();
             let make = move |s: &Settings| redis::RedisStore::new(&url, &prefix, s, token);
-            Ok(Box::new(keeper::start(make, settings, fence)?))
-        }
-        #[cfg(test)]
-        StoreConfig::Memory(backend) => {
-            let backend = backend.clone();
-            let _ = (prefix, token);
-            let make = move |s: &Settings| Ok(backend.store(s));
             Ok(Box::new(keeper::start(make, settings, fence)?))
         }
     }

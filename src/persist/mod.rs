@@ -116,9 +116,10 @@
 //! crash inside a save must issue. The full run: `FLAKEID_CRASH_KILLS=500 cargo test --release --test
 //! restart_crash`.
 
-mod error;
 mod file;
 mod format;
+mod reservation;
+mod writer;
 
 use std::any::Any;
 use std::fmt;
@@ -127,15 +128,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-pub use error::{SharedIoError, StateError};
+pub use crate::error::{SharedIoError, StateError};
 pub use file::FileStore;
 pub(crate) use format::SavedState;
+pub(crate) use reservation::Reservation;
+pub(crate) use writer::Persister;
 
-use crate::BuildError;
-use crate::events::{Event, Events};
+use crate::error::BuildError;
+use crate::events::Events;
 use crate::layout::{Layout, mask};
-use crate::primitive::thread::{self, JoinHandle, Thread};
-use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
+use crate::primitive::{AtomicBool, AtomicU64, Mutex};
+use writer::{SaveTimer, Writer};
 
 /// The widest clock-id field whose marks are kept (one per clock id).
 const MAX_CLOCK_ID_BITS: u32 = 10;
@@ -341,9 +344,6 @@ pub struct Persist {
     window: Duration,
     restart: RestartRule,
     on_invalid: OnInvalidState,
-    /// A deliberately broken variant for the loom models' teeth.
-    #[cfg(flakeid_loom)]
-    pub(crate) planted: Option<crate::loom_hooks::PersistBug>,
 }
 
 #[derive(Clone)]
@@ -417,8 +417,6 @@ impl Persist {
             window: Duration::from_secs(1),
             restart: RestartRule::default(),
             on_invalid: OnInvalidState::default(),
-            #[cfg(flakeid_loom)]
-            planted: None,
         }
     }
 
@@ -534,161 +532,6 @@ impl fmt::Debug for Persist {
             .field("restart", &self.restart)
             .field("on_invalid", &self.on_invalid)
             .finish()
-    }
-}
-
-/// The timestamps a generator may issue, per clock id, shared between the
-/// generator (which reads it when entering a tick) and the writer thread
-/// (which raises it after each durable save).
-pub(crate) struct Reservation {
-    /// Highest timestamp durably reserved, per clock id. Only ever raised,
-    /// and only after the save that covers it returned.
-    ceilings: Box<[AtomicU64]>,
-    /// Highest timestamp a predecessor may have issued, per clock id.
-    floors: Box<[u64]>,
-    /// Highest timestamp a waiting thread asked for, per clock id.
-    wanted: Box<[AtomicU64]>,
-    /// The tick and clock id most recently entered: a hint for renewing
-    /// ahead of use.
-    latest: AtomicU64,
-    active: AtomicU64,
-    window: u64,
-    /// The layout's last timestamp: the highest mark ever needed.
-    last: u64,
-    failing: AtomicBool,
-    /// The last save error; read only while `failing`.
-    error: Mutex<Option<StateError>>,
-    writer: OnceLock<Thread>,
-    stop: AtomicBool,
-    #[cfg(flakeid_loom)]
-    planted: Option<crate::loom_hooks::PersistBug>,
-}
-
-impl Reservation {
-    /// Whether `tick` on `clock` is durably reserved.
-    #[inline]
-    pub(crate) fn covers(&self, clock: u64, tick: u64) -> bool {
-        self.ceilings
-            .get(clock as usize)
-            .is_some_and(|c| tick <= c.load(Ordering::Acquire))
-    }
-
-    /// Whether no predecessor can have issued `tick` on `clock`.
-    #[inline]
-    pub(crate) fn is_fresh(&self, clock: u64, tick: u64) -> bool {
-        self.floors.get(clock as usize).is_some_and(|&f| tick > f)
-    }
-
-    /// Notes that a generator entered `tick` on `clock` (once per tick).
-    #[inline]
-    pub(crate) fn entered(&self, clock: u64, tick: u64) {
-        self.latest.store(tick, Ordering::Relaxed);
-        if self.active.load(Ordering::Relaxed) != clock {
-            self.active.store(clock, Ordering::Relaxed);
-        }
-    }
-
-    /// Asks the writer to reserve `tick` on `clock`. Only a request for
-    /// more than was asked before wakes it: callers waiting for a save repeat
-    /// theirs, and a writer backing off after a failed save must not be
-    /// hurried into retrying at their pace.
-    pub(crate) fn request(&self, clock: u64, tick: u64) {
-        let Some(wanted) = self.wanted.get(clock as usize) else {
-            return;
-        };
-        #[cfg(flakeid_loom)]
-        if self.planted == Some(crate::loom_hooks::PersistBug::RequestWithoutUnpark) {
-            wanted.fetch_max(tick, Ordering::Relaxed);
-            return;
-        }
-        if wanted.fetch_max(tick, Ordering::Relaxed) < tick
-            && let Some(writer) = self.writer.get()
-        {
-            writer.unpark();
-        }
-    }
-
-    /// Whether the last save failed.
-    pub(crate) fn is_failing(&self) -> bool {
-        self.failing.load(Ordering::Acquire)
-    }
-
-    /// The save error, while saving fails.
-    pub(crate) fn failure(&self) -> Option<StateError> {
-        if self.is_failing() {
-            lock(&self.error).clone()
-        } else {
-            None
-        }
-    }
-
-    /// The new marks a save should make, or `None` if none is due. Marks
-    /// stop at the layout's last timestamp: no ID needs more.
-    /// `slack`: ticks a new mark reaches ahead at least, for the time a save
-    /// takes ([`SaveTimer::slack`]); the window if that is more.
-    fn due(&self, slack: u64) -> Option<Vec<(usize, u64)>> {
-        let ahead = self.window.max(slack);
-        let mut changes = Vec::new();
-        for (c, (wanted, ceiling)) in self.wanted.iter().zip(self.ceilings.iter()).enumerate() {
-            let (w, ceil) = (
-                wanted.load(Ordering::Relaxed),
-                ceiling.load(Ordering::Relaxed),
-            );
-            if w > ceil {
-                changes.push((c, w.saturating_add(ahead).min(self.last)));
-            }
-        }
-        let active = self.active.load(Ordering::Relaxed) as usize;
-        let latest = self.latest.load(Ordering::Relaxed);
-        if let Some(ceiling) = self.ceilings.get(active) {
-            // Ahead of use: renew once half the window is consumed (unless
-            // the mark already stands at the layout's end).
-            let ceiling = ceiling.load(Ordering::Relaxed);
-            let mark = latest.saturating_add(ahead).min(self.last);
-            if latest.saturating_add(self.window / 2) >= ceiling && mark > ceiling {
-                match changes.iter_mut().find(|(c, _)| *c == active) {
-                    Some((_, m)) => *m = (*m).max(mark),
-                    None => changes.push((active, mark)),
-                }
-            }
-        }
-        (!changes.is_empty()).then_some(changes)
-    }
-
-    fn set_failure(&self, error: Option<StateError>) {
-        let failing = error.is_some();
-        *lock(&self.error) = error;
-        self.failing.store(failing, Ordering::Release);
-    }
-}
-
-/// The running writer: owned by the generator, which stops it on drop.
-pub(crate) struct Persister {
-    reservation: Arc<Reservation>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Persister {
-    /// Stops the writer after it saves the exact final state: `tick` is the
-    /// last timestamp issued on `clock` (nothing is issued any more).
-    pub(crate) fn finish(mut self, clock: u64, tick: u64) {
-        self.reservation.latest.store(tick, Ordering::Relaxed);
-        self.reservation.active.store(clock, Ordering::Relaxed);
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        self.reservation.stop.store(true, Ordering::Release);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Persister {
-    fn drop(&mut self) {
-        self.stop_and_join();
     }
 }
 
@@ -812,8 +655,6 @@ pub(crate) fn start(
         error: Mutex::new(None),
         writer: OnceLock::new(),
         stop: AtomicBool::new(false),
-        #[cfg(flakeid_loom)]
-        planted: persist.planted,
     });
     let poll = Duration::from_millis((window * unit / 4).clamp(1, 250));
     let writer = Writer {
@@ -826,16 +667,8 @@ pub(crate) fn start(
         slack,
         events: events.clone(),
     };
-    let thread = thread::Builder::new()
-        .name("flakeid-persist".into())
-        .spawn(move || writer.run())
-        .map_err(|e| StateError::from_io("spawn the flakeid-persist thread", e))?;
-    let _ = reservation.writer.set(thread.thread().clone());
     Ok(Started {
-        persister: Persister {
-            reservation: reservation.clone(),
-            thread: Some(thread),
-        },
+        persister: writer.spawn()?,
         reservation,
         clock_id,
         floor: saved.map(|_| floor),
@@ -923,135 +756,4 @@ fn nonzero(marks: &[u64]) -> Vec<(u64, u64)> {
         .filter(|&(_, &m)| m > 0)
         .map(|(c, &m)| (c as u64, m))
         .collect()
-}
-
-/// The background writer: saves a new mark when one is due, then raises the
-/// ceiling it covers.
-struct Writer {
-    reservation: Arc<Reservation>,
-    store: Box<dyn StateStore>,
-    template: SavedState,
-    /// The saved marks, per clock id.
-    marks: Vec<u64>,
-    poll: Duration,
-    /// The layout's time unit (ms).
-    unit: u64,
-    /// Ticks each new mark reaches ahead at least, for the time the save
-    /// itself takes ([`SaveTimer::slack`]).
-    slack: u64,
-    /// The generator's event hook, told of failed and recovered saves.
-    events: Events,
-}
-
-/// Times a save, so that the next mark reaches at least as far ahead as a
-/// save takes (twice over).
-///
-/// Without it a store slower than the window livelocks generation: the
-/// writer reserves the tick a caller asked for plus the window, the save
-/// outlasts the window, the clock has passed the new mark by the time it is
-/// published, the caller asks again, and nothing is ever issued.
-struct SaveTimer {
-    #[cfg(not(flakeid_loom))]
-    began: std::time::Instant,
-}
-
-impl SaveTimer {
-    fn start() -> SaveTimer {
-        SaveTimer {
-            #[cfg(not(flakeid_loom))]
-            began: std::time::Instant::now(),
-        }
-    }
-
-    /// Twice the save's duration in ticks (rounded up), at most the larger
-    /// of the window and one second: a stalled save must not push later
-    /// marks far ahead (a crash forfeits the reserved ticks). 0 under loom,
-    /// whose models need the same marks in every run.
-    fn slack(&self, unit_ms: u64, window: u64) -> u64 {
-        #[cfg(flakeid_loom)]
-        let _ = self;
-        #[cfg(flakeid_loom)]
-        return {
-            let _ = (unit_ms, window);
-            0
-        };
-        #[cfg(not(flakeid_loom))]
-        {
-            let micros = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
-            let ticks = micros
-                .saturating_mul(2)
-                .div_ceil(unit_ms.saturating_mul(1000));
-            ticks.min(window.max(1000_u64.div_ceil(unit_ms)))
-        }
-    }
-}
-
-impl Writer {
-    fn run(mut self) {
-        let r = self.reservation.clone();
-        let mut retry = Duration::from_millis(10);
-        loop {
-            if r.stop.load(Ordering::Acquire) {
-                self.save_final();
-                return;
-            }
-            let Some(changes) = r.due(self.slack) else {
-                thread::park_timeout(self.poll);
-                continue;
-            };
-            let mut marks = self.marks.clone();
-            for &(c, m) in &changes {
-                marks[c] = marks[c].max(m);
-            }
-            #[cfg(flakeid_loom)]
-            if r.planted == Some(crate::loom_hooks::PersistBug::PublishBeforeSave) {
-                for &(c, _) in &changes {
-                    r.ceilings[c].store(marks[c], Ordering::Release);
-                }
-            }
-            let timer = SaveTimer::start();
-            match self.save(&marks, r.active.load(Ordering::Relaxed)) {
-                Ok(()) => {
-                    self.slack = timer.slack(self.unit, r.window);
-                    for &(c, _) in &changes {
-                        r.ceilings[c].store(marks[c], Ordering::Release);
-                    }
-                    self.marks = marks;
-                    if r.is_failing() {
-                        r.set_failure(None);
-                        self.events.emit(Event::SaveRecovered);
-                    }
-                    retry = Duration::from_millis(10);
-                }
-                Err(e) => {
-                    self.events.emit(Event::SaveFailed { error: e.clone() });
-                    r.set_failure(Some(e));
-                    thread::park_timeout(retry);
-                    retry = (retry * 2).min(Duration::from_secs(1));
-                }
-            }
-        }
-    }
-
-    fn save(&mut self, marks: &[u64], clock_id: u64) -> Result<(), StateError> {
-        self.template.marks = nonzero(marks);
-        self.template.clock_id = clock_id;
-        let state = self.template.encode();
-        let store = &mut self.store;
-        guarded(|| store.save(&state))
-    }
-
-    /// On a clean stop, lowers the active clock id's mark to the last
-    /// timestamp actually issued, so a prompt restart need not wait out the
-    /// reserved window. If this save fails, the reserved mark stands.
-    fn save_final(&mut self) {
-        let r = &self.reservation;
-        let active = r.active.load(Ordering::Relaxed) as usize;
-        let last = r.latest.load(Ordering::Relaxed);
-        let mut marks = self.marks.clone();
-        if let Some(m) = marks.get_mut(active) {
-            *m = last.max(r.floors[active]).min(*m);
-        }
-        let _ = self.save(&marks, active as u64);
-    }
 }

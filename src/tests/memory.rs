@@ -6,20 +6,34 @@
 //!
 //! [`SimNode`] is one generator with its keeper on that store, on clocks the
 //! test moves, stepped by the test: no thread, nothing real-time.
-//!
-//! Compiled for the crate's tests only (`cfg(test)`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::Lease;
-use super::StoreConfig;
-use super::keeper::{Ask, Claim, Claimed, Run, Settings, Skipped, Store, WallClock};
 use crate::clock::{Clock, ManualClock};
+use crate::error::{BuildError, LeaseError};
 use crate::fence::{Fence, Keeper};
 use crate::generator::{Builder, Generator};
-use crate::{BuildError, LeaseError};
+use crate::layout::Layout;
+use crate::lease::Terms;
+use crate::lease::keeper::{Ask, Claim, Claimed, Run, Settings, Skipped, Store, WallClock};
+
+/// A generator from `builder` behind `fence`, leased by the keeper that
+/// `keeper` makes from the generator's lead allowance (a keeper stepped by
+/// the test, no thread), as `Builder::build` assembles one whose lease is on
+/// etcd or Redis.
+pub(crate) fn build_leased<C: Clock>(
+    mut builder: Builder<C>,
+    fence: &Arc<Fence>,
+    keeper: impl FnOnce(Duration) -> Result<Box<dyn Keeper>, BuildError>,
+) -> Result<Generator<C>, BuildError> {
+    let keeper = keeper(builder.lead())?;
+    builder.fence = Some(fence.clone());
+    let mut parts = builder.into_parts()?;
+    parts.keeper = Some(keeper);
+    Ok(Generator::from_parts(parts))
+}
 
 /// What goes wrong between one holder and the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,11 +332,11 @@ impl Store for MemoryStore {
 
 /// What a simulated generator's drop told its keeper: `Some(last)` once
 /// dropped (see [`Keeper::release`]).
-type Last = Arc<Mutex<Option<Option<(u64, u64)>>>>;
+pub(crate) type Last = Arc<Mutex<Option<Option<(u64, u64)>>>>;
 
 /// The generator's side of a [`SimNode`]'s keeper: it only records what the
 /// dropped generator ended on.
-struct Recorder(Last);
+pub(crate) struct Recorder(pub(crate) Last);
 
 impl Keeper for Recorder {
     fn release(self: Box<Self>, last: Option<(u64, u64)>) {
@@ -352,48 +366,43 @@ pub(crate) struct SimNode {
     reason = "the fleet simulation's API; not every test uses all of it"
 )]
 impl SimNode {
-    /// Builds `builder`'s generator on `clock`, leased by `lease` (made with
-    /// [`Lease::memory`], with its TTL, margin and bounds), claiming its node
-    /// id now (one attempt: no retry, no waiting). The fence clock starts at
-    /// 0 ns.
+    /// Builds a generator for `layout` on `clock` (node id chosen by the
+    /// lease), leased on `backend` with `terms`, claiming its node id now
+    /// (one attempt: no retry, no waiting). The fence clock starts at 0 ns.
     ///
     /// # Errors
     ///
     /// As [`Builder::build`]: `BuildError::Lease` with
     /// [`LeaseError::AllHeld`], [`LeaseError::MarksAhead`] or
     /// [`LeaseError::Unreachable`] (an outage or a fault) among others.
-    pub(crate) fn start<C: Clock>(
-        builder: Builder<C>,
+    pub(crate) fn start(
+        layout: &Layout,
         clock: ManualClock,
-        lease: &Lease,
+        backend: &MemoryBackend,
+        terms: &Terms,
     ) -> Result<SimNode, BuildError> {
-        let StoreConfig::Memory(backend) = &lease.store else {
-            return Err(LeaseError::Config {
-                reason: "a simulated node needs Lease::memory".into(),
-            }
-            .into());
-        };
         let (source, mock) = quanta::Clock::mock();
         let fence = Arc::new(Fence::with_clock(source));
         let last = Last::default();
         let mut keeper = None;
-        let generator =
-            builder
-                .clock(clock.clone())
-                .build_leased_by(fence.clone(), |layout, lead| {
-                    let mut settings = lease.settings(layout, lead)?;
-                    settings.wall = WallClock::new(clock.clone());
-                    let store = backend.store(&settings);
-                    let mut run = Run::new(store, settings, fence.clone());
-                    run.claim_first()?;
-                    keeper = Some(run);
-                    Ok(Box::new(Recorder(last.clone())))
-                })?;
-        let keeper = keeper.ok_or_else(|| LeaseError::Config {
+        let builder = Generator::builder(layout.clone())
+            .single_node()
+            .clock(clock.clone());
+        let generator = build_leased(builder, &fence, |lead| {
+            let mut settings = terms.settings(layout, lead, "memory".into())?;
+            settings.wall = WallClock::new(clock.clone());
+            let store = backend.store(&settings);
+            let holder = store.holder();
+            let mut run = Run::new(store, settings, fence.clone());
+            run.claim_first()?;
+            keeper = Some((run, holder));
+            Ok(Box::new(Recorder(last.clone())))
+        })?;
+        let (keeper, holder) = keeper.ok_or_else(|| LeaseError::Config {
             reason: "the keeper was not made".into(),
         })?;
         Ok(SimNode {
-            holder: keeper_holder(&keeper),
+            holder,
             generator,
             keeper,
             fence,
@@ -490,33 +499,39 @@ impl SimNode {
     }
 }
 
-fn keeper_holder(run: &Run<MemoryStore>) -> u64 {
-    run.store().holder()
-}
-
-#[cfg(all(test, not(flakeid_loom)))]
 mod tests {
     use std::collections::HashSet;
 
     use super::*;
     use crate::GenerateError;
-    use crate::layout::Layout;
 
     const T: u64 = 1_700_000_000_000;
     const TTL: Duration = Duration::from_secs(1);
 
-    fn lease(backend: &MemoryBackend) -> Lease {
-        Lease::memory(backend)
-            .ttl(TTL)
-            .node_ids(0..=3)
-            .connect_timeout(Duration::from_millis(100))
+    /// A lease on a backend: the store and the terms.
+    struct Leasing {
+        backend: MemoryBackend,
+        terms: Terms,
     }
 
-    fn node(lease: &Lease, at_ms: u64) -> Result<SimNode, BuildError> {
+    fn lease(backend: &MemoryBackend) -> Leasing {
+        Leasing {
+            backend: backend.clone(),
+            terms: Terms {
+                ttl: TTL,
+                node_ids: Some(0..=3),
+                connect_timeout: Duration::from_millis(100),
+                ..Terms::default()
+            },
+        }
+    }
+
+    fn node(lease: &Leasing, at_ms: u64) -> Result<SimNode, BuildError> {
         SimNode::start(
-            Generator::builder(Layout::twitter()).single_node(),
+            &Layout::twitter(),
             ManualClock::new(at_ms),
-            lease,
+            &lease.backend,
+            &lease.terms,
         )
     }
 
@@ -592,7 +607,8 @@ mod tests {
     fn successive_holders_of_a_node_id_never_issue_the_same_id() {
         let store_clock = ManualClock::new(T);
         let backend = MemoryBackend::new(store_clock.clone());
-        let lease = lease(&backend).node_ids(5..=5);
+        let mut lease = lease(&backend);
+        lease.terms.node_ids = Some(5..=5);
         let mut seen = HashSet::new();
         let mut at = T;
         for round in 0..20 {
