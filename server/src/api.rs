@@ -156,35 +156,61 @@ impl Service {
         let generator = &entry.generator;
         let batch = match generator.poll_ids(n) {
             Ok(batch) => batch,
-            // What waiting cannot fix in a call's time is answered at once.
-            Err(
-                e @ (GenerateError::Fenced
-                | GenerateError::Storage(_)
-                | GenerateError::Expired { .. }),
-            ) => {
-                return Err(unavailable(&entry.name, &e));
-            }
-            // The next tick, a reservation being saved, a clock behind under
-            // a waiting policy: the generator's own reporting call, its waits
-            // slept on tokio's timer, bounded by the wait limit.
-            Err(_) => {
-                match tokio::time::timeout(self.wait_limit, generator.try_next_ids_async(n)).await {
-                    Ok(Ok(batch)) => batch,
-                    Ok(Err(e)) => return Err(unavailable(&entry.name, &e)),
-                    Err(_) => {
-                        return Err(Failure::Unavailable {
-                            message: format!(
-                                "generator {} could not issue IDs within the wait limit of {:?}",
-                                entry.name, self.wait_limit
-                            ),
-                            retry_after: Duration::from_secs(1),
-                        });
-                    }
-                }
-            }
+            Err(e) => self.reserve_slow(entry, n, e).await?,
         };
         entry.issued.increment(batch.len() as u64);
         Ok(batch)
+    }
+
+    /// `reserve` after a first attempt failed with `e`.
+    #[cold]
+    async fn reserve_slow(&self, entry: &Entry, n: usize, mut e: GenerateError) -> Result<IdBatch, Failure> {
+        let generator = &entry.generator;
+        let deadline = tokio::time::Instant::now() + self.wait_limit;
+        let too_long = || Failure::Unavailable {
+            message: format!(
+                "generator {} could not issue IDs within the wait limit of {:?}",
+                entry.name, self.wait_limit
+            ),
+            retry_after: Duration::from_secs(1),
+        };
+        // A used-up tick: the next one is at most a tick away. Sleep on the
+        // timer through all but its last millisecond (tokio's timer has
+        // millisecond granularity, so a shorter sleep would oversleep the
+        // tick), then yield to other tasks between attempts: a stream that
+        // drains every tick gets the next one as soon as it starts.
+        while let GenerateError::SequenceExhausted { retry_after } = e {
+            if entry.reports_exhaustion {
+                return Err(unavailable(&entry.name, &e));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(too_long());
+            }
+            if retry_after > Duration::from_millis(1) {
+                tokio::time::sleep(retry_after - Duration::from_millis(1)).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
+            match generator.poll_ids(n) {
+                Ok(batch) => return Ok(batch),
+                Err(next) => e = next,
+            }
+        }
+        match e {
+            // What waiting cannot fix in a call's time is answered at once.
+            GenerateError::Fenced | GenerateError::Storage(_) | GenerateError::Expired { .. } => {
+                Err(unavailable(&entry.name, &e))
+            }
+            // A reservation being saved, a clock behind under a waiting
+            // policy: the
+            // generator's own reporting call, its waits slept on tokio's
+            // timer, bounded by the wait limit.
+            _ => match tokio::time::timeout_at(deadline, generator.try_next_ids_async(n)).await {
+                Ok(Ok(batch)) => Ok(batch),
+                Ok(Err(e)) => Err(unavailable(&entry.name, &e)),
+                Err(_) => Err(too_long()),
+            },
+        }
     }
 
     /// Exactly `n` IDs (several reservations when a tick runs out), in

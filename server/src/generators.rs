@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use flakeid::events::{Metrics, Tracing};
-use flakeid::{BuildError, Event, EventHook, Generator, Lease, Persist};
+use flakeid::{BuildError, Event, EventHook, Generator, Lease, OnExhausted, Persist};
 use tokio::sync::Notify;
 
 use crate::config::{Config, GeneratorConfig, LeaseStore, NodeSource};
@@ -16,6 +16,9 @@ pub struct Entry {
     pub name: String,
     /// The generator.
     pub generator: Generator,
+    /// `OnExhausted::Error`: a used-up tick is reported (503 with the time
+    /// to the next tick), not waited for.
+    pub reports_exhaustion: bool,
     /// IDs handed out, for the `flakeid_server_ids_issued_total` counter.
     pub issued: metrics::Counter,
 }
@@ -158,6 +161,7 @@ impl Generators {
                 Arc::new(Entry {
                     name: name.clone(),
                     generator,
+                    reports_exhaustion: g.on_exhausted == OnExhausted::Error,
                     issued,
                 }),
             );
