@@ -109,7 +109,10 @@ fn options() -> Result<Options, String> {
             continue;
         }
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let number = |v: &str| v.parse::<u64>().map_err(|_| format!("{flag}: {v:?} is not a number"));
+        let number = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{flag}: {v:?} is not a number"))
+        };
         match flag.as_str() {
             "--addr" => o.addr = value,
             "--target" => {
@@ -266,7 +269,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // A short warm-up, not counted.
     {
-        let warm = Options { duration: Duration::from_millis(300), ..o.clone() };
+        let warm = Options {
+            duration: Duration::from_millis(300),
+            ..o.clone()
+        };
         let until = Instant::now() + warm.duration;
         let _ = worker(channels[0].clone(), &warm, until).await?;
     }
@@ -278,7 +284,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..o.concurrency {
         let channel = channels[i % channels.len()].clone();
         let o = o.clone();
-        tasks.push(tokio::spawn(async move { worker(channel, &o, until).await }));
+        tasks.push(tokio::spawn(
+            async move { worker(channel, &o, until).await },
+        ));
     }
     let mut total = Tally::default();
     for task in tasks {
@@ -293,7 +301,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     total.latencies_ns.sort_unstable();
     let cpu = match (cpu_before, cpu_after) {
         (Some(a), Some(b)) if total.ids > 0 => {
-            format!("{:.1}", (b - a).as_secs_f64() * 1000.0 / (total.ids as f64 / 1e6))
+            format!(
+                "{:.1}",
+                (b - a).as_secs_f64() * 1000.0 / (total.ids as f64 / 1e6)
+            )
         }
         _ => "null".into(),
     };

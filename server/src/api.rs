@@ -164,7 +164,12 @@ impl Service {
 
     /// `reserve` after a first attempt failed with `e`.
     #[cold]
-    async fn reserve_slow(&self, entry: &Entry, n: usize, mut e: GenerateError) -> Result<IdBatch, Failure> {
+    async fn reserve_slow(
+        &self,
+        entry: &Entry,
+        n: usize,
+        mut e: GenerateError,
+    ) -> Result<IdBatch, Failure> {
         let generator = &entry.generator;
         let deadline = tokio::time::Instant::now() + self.wait_limit;
         let too_long = || Failure::Unavailable {

@@ -79,8 +79,10 @@ pub fn router(
         .with_state(state)
 }
 
-/// A JSON body with its status.
-fn json(status: StatusCode, body: String) -> Response {
+/// A JSON body with its status, ended by a newline (for terminals and
+/// line-oriented tools; JSON parsers skip it).
+fn json(status: StatusCode, mut body: String) -> Response {
+    body.push('\n');
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
