@@ -339,3 +339,87 @@ async fn a_token_guards_the_id_apis_but_not_the_probes() {
     // Printed configuration never shows the token.
     assert!(!server.stderr().contains("s3cret"));
 }
+
+#[test]
+fn tls_serves_both_listeners_and_json_logs_parse() {
+    let dir = TempDir::new("tls");
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl makes a test certificate");
+    assert!(made.status.success(), "{made:?}");
+    let server = Server::start(
+        &[
+            "--node-id",
+            "5",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--log-format",
+            "json",
+        ],
+        &[],
+    );
+    let curl = |args: &[&str]| {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "--max-time", "5", "--cacert", cert.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "curl {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let body = curl(&[&format!("https://{}/v1/id", server.http)]);
+    assert!(body.starts_with("{\"id\":\""), "{body}");
+    // Plain HTTP on the TLS port gets nothing.
+    assert!(
+        std::process::Command::new("curl")
+            .args([
+                "-s",
+                "--max-time",
+                "2",
+                &format!("http://{}/v1/id", server.http)
+            ])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    );
+    // The gRPC listener negotiates h2 through ALPN.
+    let version = curl(&[
+        "--http2",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_version}",
+        "-X",
+        "POST",
+        "-H",
+        "content-type: application/grpc",
+        &format!("https://{}/grpc.health.v1.Health/Check", server.grpc),
+    ]);
+    assert_eq!(version, "2");
+    // Every log line is one JSON object.
+    let log = server.stderr();
+    assert!(!log.is_empty());
+    for line in log.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
+    }
+}
