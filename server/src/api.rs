@@ -188,13 +188,25 @@ impl Service {
             if entry.reports_exhaustion {
                 return Err(unavailable(&entry.name, &e));
             }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(too_long());
+            let now = tokio::time::Instant::now();
+            if now + retry_after > deadline {
+                // The next tick is further off than the call may wait.
+                return Err(Failure::Unavailable {
+                    message: format!(
+                        "generator {}: the current tick is used up and the next is {retry_after:?} away, \
+                         past the wait limit of {:?}",
+                        entry.name, self.wait_limit
+                    ),
+                    retry_after,
+                });
             }
             if retry_after > Duration::from_millis(1) {
                 tokio::time::sleep(retry_after - Duration::from_millis(1)).await;
             } else {
                 tokio::task::yield_now().await;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(too_long());
             }
             match generator.poll_ids(n) {
                 Ok(batch) => return Ok(batch),
@@ -207,9 +219,8 @@ impl Service {
                 Err(unavailable(&entry.name, &e))
             }
             // A reservation being saved, a clock behind under a waiting
-            // policy: the
-            // generator's own reporting call, its waits slept on tokio's
-            // timer, bounded by the wait limit.
+            // policy: the generator's own reporting call, its waits slept
+            // on tokio's timer, bounded by the wait limit.
             _ => match tokio::time::timeout_at(deadline, generator.try_next_ids_async(n)).await {
                 Ok(Ok(batch)) => Ok(batch),
                 Ok(Err(e)) => Err(unavailable(&entry.name, &e)),

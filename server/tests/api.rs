@@ -423,3 +423,67 @@ fn tls_serves_both_listeners_and_json_logs_parse() {
         assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
     }
 }
+
+#[test]
+fn a_used_up_tick_is_waited_for_or_reported_as_the_policy_says() {
+    // Two IDs per millisecond: a batch of 50 spans at least 25 ticks.
+    let dir = TempDir::new("policy");
+    let path = dir.write(
+        "server.toml",
+        r#"
+[generators.waits]
+layout = "epoch=1700000000000 unit=1 fields=timestamp:41,node:4,sequence:1"
+node_id = 3
+
+[generators.reports]
+layout = "epoch=1700000000000 unit=1 fields=timestamp:41,node:4,sequence:1"
+node_id = 4
+on_exhausted = "error"
+
+[generators.slow]
+layout = "epoch=1700000000000 unit=10000 fields=timestamp:30,node:4,sequence:1"
+node_id = 5
+"#,
+    );
+    let server = Server::start(
+        &[
+            "--config",
+            path.to_str().unwrap(),
+            "--default-generator",
+            "waits",
+            "--wait-limit",
+            "200ms",
+        ],
+        &[],
+    );
+    let reply = server.get("/v1/ids?count=50&generator=waits");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let ids = ids_of(&reply.json());
+    assert_eq!(ids.len(), 50);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+
+    let reply = server.get("/v1/ids?count=50&generator=reports");
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains("the sequence of the current tick is used up"),
+        "{error}"
+    );
+
+    // Ticks of 10 s: the third ID is 10 s away, past the 200 ms wait limit.
+    let reply = server.get("/v1/ids?count=3&generator=slow");
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert!(
+        reply.took < std::time::Duration::from_secs(1),
+        "{:?}",
+        reply.took
+    );
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("past the wait limit of 200ms"), "{error}");
+    assert!(
+        reply
+            .header("retry-after")
+            .is_some_and(|s| s.parse::<u64>().unwrap() >= 1)
+    );
+}
