@@ -1721,11 +1721,11 @@ mod tests {
                 "wait_limit: \"5 parsecs\" is not a duration (like 500ms, 10s, 2m, 1h) (from test.toml)"
             ]
         );
-        let e = errors("node_id = 1\ndefault_generator = \"nope\"");
+        let e = errors("default_generator = \"nope\"\n[generators.a]\nnode_id = 1");
         assert_eq!(
             e,
             [
-                "default_generator: \"nope\" is not a generator; the configuration has default (from test.toml)"
+                "default_generator: \"nope\" is not a generator; the configuration has a (from test.toml)"
             ]
         );
         let e = errors("node_id = 1\nnode_source = \"sentinel\"");
