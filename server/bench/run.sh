@@ -14,7 +14,7 @@
 #   2. Single-ID calls: requests/s and p50/p99/p99.9 over HTTP (oha against
 #      GET /v1/id) and gRPC (examples/load.rs: flakeid's NextId; ferroid has
 #      no unary call, so StreamIds with count 1), and CPU per million IDs.
-# Writes target/server-bench/results.jsonl and prints markdown tables.
+# Writes target/server-bench/results.jsonl and tables.md (printed too).
 # Every server listens on 127.0.0.1 only; every run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,12 +33,14 @@ WIDE='epoch=1700000000000 unit=1 fields=timestamp:41,node:6,sequence:16'
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2> /dev/null || true; done' EXIT
 
-# Starts flakeid-server with a layout; sets FS_PID, FS_HTTP, FS_GRPC.
+# Starts flakeid-server with a layout (and a worker count, or `default`);
+# sets FS_PID, FS_HTTP, FS_GRPC.
 start_flakeid() {
-    local layout=$1 log="$OUT/flakeid-server.log"
+    local layout=$1 workers=${2:-default} log="$OUT/flakeid-server.log" extra=()
+    [ "$workers" = default ] || extra=(--workers "$workers")
     rm -f "$OUT/ready"
     "$SERVER" --layout "$layout" --node-id 1 --http-addr 127.0.0.1:0 --grpc-addr 127.0.0.1:0 \
-        --max-count 100000 --log-level warn > "$OUT/ready" 2> "$log" &
+        --max-count 100000 --log-level warn "${extra[@]}" > "$OUT/ready" 2> "$log" &
     FS_PID=$!
     PIDS+=("$FS_PID")
     for _ in $(seq 300); do
@@ -99,48 +101,24 @@ for chunk in 1 64 4096; do
 done
 
 echo "== Single-ID calls (${DURATION}s, $CONCURRENCY concurrent)"
-start_flakeid twitter
-before=$(cpu_s "$FS_PID")
-oha -z "${DURATION}s" -c "$CONCURRENCY" --no-tui --output-format json "http://$FS_HTTP/v1/id" > "$OUT/oha.json"
-after=$(cpu_s "$FS_PID")
-record "$(python3 - "$OUT/oha.json" "$before" "$after" << 'EOF'
-import json, sys
-r = json.load(open(sys.argv[1]))
-ok = r["statusCodeDistribution"].get("200", 0)
-p = r["latencyPercentiles"]
-cpu = (float(sys.argv[3]) - float(sys.argv[2])) * 1000 / (ok / 1e6) if ok else None
-print(json.dumps({"bench": "one", "server": "flakeid-server", "api": "HTTP GET /v1/id (oha)",
-    "calls_per_s": round(r["summary"]["requestsPerSec"]), "ok": ok,
-    "errors": sum(v for k, v in r["statusCodeDistribution"].items() if k != "200") + sum(r.get("errorDistribution", {}).values()),
-    "p50_us": round(p["p50"] * 1e6, 1), "p99_us": round(p["p99"] * 1e6, 1), "p999_us": round(p["p99.9"] * 1e6, 1),
-    "server_cpu_ms_per_million_ids": round(cpu, 1) if cpu else None}))
-EOF
-)"
-line=$("$LOAD" --addr "$FS_GRPC" --target flakeid --call one --concurrency "$CONCURRENCY" --connections 2 \
-    --duration "$DURATION" --server-pid "$FS_PID")
-record "{\"bench\":\"one\",\"server\":\"flakeid-server\",\"api\":\"gRPC NextId\",${line#\{}"
-stop "$FS_PID"
+# flakeid-server with its default runtime (a worker thread per core) and
+# with one worker: on 2 cores shared with the load generator, fewer threads
+# can mean fewer context switches.
+for workers in default 1; do
+    start_flakeid twitter "$workers"
+    before=$(cpu_s "$FS_PID")
+    oha -z "${DURATION}s" -c "$CONCURRENCY" --no-tui --output-format json "http://$FS_HTTP/v1/id" > "$OUT/oha.json"
+    after=$(cpu_s "$FS_PID")
+    record "$(python3 server/bench/oha_summary.py "$OUT/oha.json" "$before" "$after" "flakeid-server, workers $workers")"
+    line=$("$LOAD" --addr "$FS_GRPC" --target flakeid --call one --concurrency "$CONCURRENCY" --connections 2 \
+        --duration "$DURATION" --server-pid "$FS_PID")
+    record "{\"bench\":\"one\",\"server\":\"flakeid-server, workers $workers\",\"api\":\"gRPC NextId\",${line#\{}"
+    stop "$FS_PID"
+done
 start_ferroid 4096 1
 line=$("$LOAD" --addr "$FE_GRPC" --target ferroid --call one --concurrency "$CONCURRENCY" --connections 2 \
     --duration "$DURATION" --server-pid "$FE_PID")
 record "{\"bench\":\"one\",\"server\":\"ferroid-tonic-server, 1 worker\",\"api\":\"gRPC StreamIds(count 1)\",${line#\{}"
 stop "$FE_PID"
 
-python3 - "$OUT/results.jsonl" << 'EOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print("\n### StreamIds: IDs/s (server CPU ms per million IDs)\n")
-servers = list(dict.fromkeys(r["server"] for r in rows if r["bench"] == "stream"))
-print("| server | chunk 1 | chunk 64 | chunk 4096 |\n|---|---|---|---|")
-for s in servers:
-    cells = []
-    for chunk in (1, 64, 4096):
-        r = next((r for r in rows if r["bench"] == "stream" and r["server"] == s and r["chunk"] == chunk), None)
-        cells.append(f"{r['ids_per_s'] / 1e6:.2f} M ({r['server_cpu_ms_per_million_ids']})" if r else "")
-    print(f"| {s} | " + " | ".join(cells) + " |")
-print("\n### Single-ID calls\n")
-print("| server | call | requests/s | p50 µs | p99 µs | p99.9 µs | errors | server CPU ms per million IDs |\n|---|---|---|---|---|---|---|---|")
-for r in rows:
-    if r["bench"] == "one":
-        print(f"| {r['server']} | {r['api']} | {r['calls_per_s']} | {r['p50_us']} | {r['p99_us']} | {r['p999_us']} | {r['errors']} | {r['server_cpu_ms_per_million_ids']} |")
-EOF
+python3 server/bench/tables.py "$OUT/results.jsonl" | tee "$OUT/tables.md"

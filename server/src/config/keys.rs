@@ -118,6 +118,12 @@ pub(super) const KEYS: &[Key] = &[
         "on SIGTERM, how long requests and streams in flight may finish [default: 10s]",
     ),
     key(
+        "workers",
+        Scope::Server,
+        "N",
+        "threads serving requests [default: one per core]",
+    ),
+    key(
         "default_generator",
         Scope::Server,
         "NAME",

@@ -138,6 +138,8 @@ pub struct Config {
     pub log_level: String,
     /// How long requests in flight may finish after SIGTERM.
     pub drain_timeout: Duration,
+    /// Runtime worker threads; `None` for one per core.
+    pub workers: Option<usize>,
     /// The generator of calls that name none.
     pub default_generator: String,
     /// The generators by name.
@@ -571,6 +573,19 @@ fn check(mut layers: Layers) -> Result<Config, ConfigErrors> {
     let drain_timeout = r
         .duration("drain_timeout")
         .unwrap_or(Duration::from_secs(10));
+    let workers = match r.uint("workers") {
+        Some(n) if (1..=1024).contains(&n) => Some(n as usize),
+        Some(n) => {
+            let origin = r.origin("workers").cloned();
+            r.fail(
+                "workers",
+                origin.as_ref(),
+                format!("{n} is out of range (1..=1024)"),
+            );
+            None
+        }
+        None => None,
+    };
     let named_default = r.text("default_generator");
     let default_origin = r.origin("default_generator").cloned();
 
@@ -655,6 +670,7 @@ fn check(mut layers: Layers) -> Result<Config, ConfigErrors> {
         log_format,
         log_level,
         drain_timeout,
+        workers,
         default_generator: default_name,
         generators: checked,
     })

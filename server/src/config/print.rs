@@ -37,6 +37,9 @@ impl fmt::Display for Config {
             "drain_timeout = \"{}ms\"",
             self.drain_timeout.as_millis()
         )?;
+        if let Some(n) = self.workers {
+            writeln!(f, "workers = {n}")?;
+        }
         writeln!(f, "default_generator = {:?}", self.default_generator)?;
         for (name, g) in &self.generators {
             writeln!(f, "\n[generators.{name}]")?;
