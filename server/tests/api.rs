@@ -487,3 +487,67 @@ node_id = 5
             .is_some_and(|s| s.parse::<u64>().unwrap() >= 1)
     );
 }
+
+#[test]
+fn failing_storage_is_answered_503_at_once_and_recovers() {
+    let dir = TempDir::new("storage");
+    let state_dir = dir.path().join("state");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let state = state_dir.join("node.state");
+    let server = Server::start(
+        &[
+            "--node-id",
+            "2",
+            "--state-file",
+            state.to_str().unwrap(),
+            "--persist-window",
+            "100ms",
+        ],
+        &[],
+    );
+    assert_eq!(server.get("/v1/id").status, 200);
+    // The state file's directory gone: every save of the reservation fails,
+    // and once the saved window runs out no ID may be issued.
+    std::fs::remove_dir_all(&state_dir).unwrap();
+    let begun = std::time::Instant::now();
+    let failing = loop {
+        let reply = server.get("/v1/id");
+        assert!(
+            reply.took < std::time::Duration::from_secs(1),
+            "a call took {:?}",
+            reply.took
+        );
+        if reply.status == 503 {
+            break reply;
+        }
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert!(
+            begun.elapsed() < std::time::Duration::from_secs(5),
+            "still issuing with no storage"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(failing.header("retry-after"), Some("1"));
+    let error = failing.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("cannot save the reservation"), "{error}");
+    let ready = server.get("/ready");
+    assert_eq!(ready.status, 503);
+    assert!(
+        ready.json()["generators"]["default"]["health"]
+            .as_str()
+            .unwrap()
+            .starts_with("storage failing")
+    );
+
+    // The directory back: the writer's next retry saves, IDs flow again.
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.get("/v1/id").status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no IDs 10 s after storage came back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(server.get("/ready").status, 200);
+}
