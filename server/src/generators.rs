@@ -8,7 +8,7 @@ use flakeid::events::{Metrics, Tracing};
 use flakeid::{BuildError, Event, EventHook, Generator, Lease, OnExhausted, Persist};
 use tokio::sync::Notify;
 
-use crate::config::{Config, GeneratorConfig, LeaseStore, NodeSource};
+use crate::config::{Config, GeneratorConfig, LeaseStore, NodeSource, mask_password};
 
 /// One named generator and what the server keeps beside it.
 pub struct Entry {
@@ -133,19 +133,26 @@ impl Generators {
         let changed = Arc::new(Notify::new());
         let mut by_name = HashMap::new();
         for (name, g) in &config.generators {
-            let generator = build(name, g, changed.clone()).map_err(|error| BuildFailure {
-                name: name.clone(),
-                error,
-            })?;
             let source = match &g.node {
                 NodeSource::Static { from, .. } => from.clone(),
                 NodeSource::Fields(_) => "configured fields".into(),
                 NodeSource::Single => "single node".into(),
                 NodeSource::Lease(l) => match &l.store {
-                    LeaseStore::Etcd(_) => format!("etcd lease, prefix {}", l.prefix),
-                    LeaseStore::Redis(_) => format!("Redis lease, prefix {}", l.prefix),
+                    LeaseStore::Etcd(endpoints) => {
+                        format!("etcd lease at {}, prefix {}", endpoints.join(","), l.prefix)
+                    }
+                    LeaseStore::Redis(url) => {
+                        format!("Redis lease at {}, prefix {}", mask_password(url), l.prefix)
+                    }
                 },
             };
+            if let NodeSource::Lease(_) = &g.node {
+                tracing::info!(generator = %name, "claiming a node id: {source}");
+            }
+            let generator = build(name, g, changed.clone()).map_err(|error| BuildFailure {
+                name: name.clone(),
+                error,
+            })?;
             tracing::info!(
                 generator = %name,
                 layout = %g.layout,

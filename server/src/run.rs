@@ -93,8 +93,27 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit 
             return Exit::Failed;
         }
     };
-    // Outside the runtime: a lease's first claim blocks for up to its
-    // connect timeout, a state file's first save for a write.
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = config.workers {
+        runtime.worker_threads(n);
+    }
+    let runtime = match runtime.enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("cannot start the runtime: {e}");
+            return Exit::Failed;
+        }
+    };
+    // Caught from here on: a SIGTERM while the generators are built (a
+    // lease's first claim can take seconds) shuts the server down cleanly
+    // once they are, releasing the leases, instead of killing the process
+    // with them held.
+    let signals = {
+        let _context = runtime.enter();
+        Signals::register()
+    };
+    // On this thread, not in the runtime: a lease's first claim blocks for
+    // up to its connect timeout, a state file's first save for a write.
     let generators = match Generators::build(&config) {
         Ok(g) => Arc::new(g),
         Err(e) => {
@@ -103,17 +122,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit 
             return Exit::Failed;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("cannot start the runtime: {e}");
-            return Exit::Failed;
-        }
-    };
-    let outcome = runtime.block_on(serve(&config, generators.clone(), prometheus, tls));
+    let outcome = runtime.block_on(serve(&config, generators.clone(), prometheus, tls, signals));
     // Whatever still runs (a stream past the drain time) ends here, and
     // with it every handle on the generators but ours.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -146,6 +155,7 @@ async fn serve(
         Option<tokio_rustls::TlsAcceptor>,
         Option<tokio_rustls::TlsAcceptor>,
     ),
+    mut signals: Signals,
 ) -> Result<(), String> {
     telemetry::spawn_upkeep(prometheus.clone());
     let token = config.token.clone().map(Token::new);
@@ -220,7 +230,7 @@ async fn serve(
         "ready"
     );
 
-    let signal = shutdown_signal().await;
+    let signal = signals.recv().await;
     tracing::info!(
         "{signal}: not accepting connections; draining for up to {:?}",
         config.drain_timeout
@@ -241,27 +251,38 @@ async fn serve(
     Ok(())
 }
 
-/// Waits for SIGTERM or SIGINT (Ctrl-C); names the one that came.
-async fn shutdown_signal() -> &'static str {
+/// SIGTERM and SIGINT (Ctrl-C), caught once registered.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = int.recv() => "SIGINT",
-            },
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-                "Ctrl-C"
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Registers the handlers; inside the runtime's context.
+    fn register() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        Signals {}
     }
-    #[cfg(not(unix))]
-    {
+
+    /// Waits for one; names it.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        if let (Some(term), Some(int)) = (&mut self.term, &mut self.int) {
+            return tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            };
+        }
         let _ = tokio::signal::ctrl_c().await;
         "Ctrl-C"
     }

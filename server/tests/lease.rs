@@ -227,3 +227,73 @@ async fn sigterm_drains_a_stream_releases_the_lease_and_exits_0() {
     // Nothing listens any more.
     assert!(std::net::TcpStream::connect(server.http).is_err());
 }
+
+#[test]
+fn sigterm_during_the_first_claim_still_releases_the_lease() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    // The store behind a frozen proxy: the first claim hangs until thawed.
+    let store = Store::start(Kind::Redis);
+    let proxy = flakeid_test_servers::Proxy::new(store.addr());
+    proxy.freeze(true);
+    let url = format!("redis://{}/", proxy.addr());
+    let mut child = Command::new(support::BIN)
+        .args([
+            "--lease-url",
+            &url,
+            "--lease-ttl",
+            "1s",
+            "--lease-connect-timeout",
+            "10s",
+        ])
+        .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // The claim has begun when the server says so.
+    while !line.contains("claiming a node id") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "stderr ended first"
+        );
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    proxy.freeze(false);
+    let log = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+        rest
+    });
+    let begun = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            begun.elapsed() < Duration::from_secs(15),
+            "no exit 15 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let log = log.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("SIGTERM"), "{log}");
+    assert_eq!(
+        redis(store.addr(), &["KEYS", "flakeid/default:node:*"]),
+        "*0\r\n"
+    );
+}
