@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -116,7 +116,9 @@ impl Listener {
             .initial_stream_window_size(1 << 20)
             .initial_connection_window_size(2 << 20)
             .max_concurrent_streams(1024);
-        builder.http1().keep_alive(true);
+        // A timer, so hyper's header read timeout (30 s) applies: a client
+        // that opens a connection and trickles its headers is cut off.
+        builder.http1().keep_alive(true).timer(TokioTimer::new());
         let builder = match self.protocol {
             Protocol::Http => builder,
             Protocol::Grpc => builder.http2_only(),
