@@ -1,0 +1,29 @@
+//! flakeid-server: flakeid's generators behind gRPC (tonic) and HTTP/JSON
+//! (axum), with node ids that are configured, read from the environment or
+//! a StatefulSet ordinal, or leased from etcd or Redis with fencing;
+//! readiness from `Generator::health`, Prometheus metrics, structured logs,
+//! and a graceful SIGTERM. See the crate's README for the configuration,
+//! the APIs and what the server guarantees.
+//!
+//! The library part is what the binary, the tests and the load client
+//! share: the generated gRPC code ([`proto`]) and the server itself
+//! ([`run`]).
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod generators;
+pub mod grpc;
+pub mod health;
+pub mod http;
+pub mod serve;
+pub mod telemetry;
+
+/// The messages, service trait and client of `proto/flakeid/v1/flakeid.proto`.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod proto {
+    tonic::include_proto!("flakeid.v1");
+}
+
+mod run;
+pub use run::{Exit, run};

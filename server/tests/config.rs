@@ -1,0 +1,187 @@
+//! A bad configuration gets a message that names the key and what is wrong,
+//! exit code 2 (1 for a generator that cannot be built), and nothing starts:
+//! no readiness line, no listener.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{TempDir, run_to_end};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[track_caller]
+fn refused(args: &[&str], env: &[(&str, &str)], code: i32, wanted: &[&str]) {
+    let ended = run_to_end(args, env, LIMIT);
+    assert_eq!(
+        ended.status.code(),
+        Some(code),
+        "{args:?} {env:?}: stderr:\n{}",
+        ended.stderr
+    );
+    for w in wanted {
+        assert!(
+            ended.stderr.contains(w),
+            "{args:?} {env:?}: stderr lacks {w:?}:\n{}",
+            ended.stderr
+        );
+    }
+}
+
+#[test]
+fn bad_flags_and_variables_name_their_key_and_source() {
+    refused(
+        &["--node-id", "7", "--max-count", "lots"],
+        &[],
+        2,
+        &[
+            "nothing was started",
+            "max_count: \"lots\" is not a whole number (from flag --max-count)",
+        ],
+    );
+    refused(
+        &["--node-id", "7"],
+        &[("FLAKEID_LAYOUT", "twiter")],
+        2,
+        &[
+            "generators.default.layout: \"twiter\" is not a layout",
+            "(from environment variable FLAKEID_LAYOUT)",
+        ],
+    );
+    refused(
+        &["--node-id", "5000"],
+        &[],
+        2,
+        &["generators.default.node_id: 5000 is out of the layout's node id range (0..=1023)"],
+    );
+    refused(
+        &[],
+        &[],
+        2,
+        &["generators.default.node_source: no node id source"],
+    );
+    refused(
+        &["--node-id", "1", "--http-addr", "localhost:80"],
+        &[],
+        2,
+        &["http_addr: \"localhost:80\" is not IP:port"],
+    );
+    refused(
+        &["--node-source", "env", "--node-env", "NODE"],
+        &[("NODE", "x1")],
+        2,
+        &["generators.default.node_env: environment variable NODE is \"x1\", not a node id"],
+    );
+    refused(
+        &["--node-id", "1", "--tls-cert", "/nonexistent/cert.pem"],
+        &[],
+        2,
+        &["tls_key: tls_cert is set but tls_key is not; set both"],
+    );
+    // A flag that does not exist: clap's own message, the same exit code.
+    refused(&["--node-idd", "1"], &[], 2, &["--node-idd"]);
+}
+
+#[test]
+fn a_bad_file_names_each_key_with_the_file() {
+    let dir = TempDir::new("config");
+    let path = dir.write(
+        "server.toml",
+        r#"
+max_cuont = 5
+chunk_size = 100000
+
+[generators.orders]
+layout = "discord"
+node_fields = { worker = 3, shard = 1 }
+
+[generators.events]
+layout = "twitter"
+node_id = 1
+lease_url = "redis://127.0.0.1:1/"
+"#,
+    );
+    let file = path.display().to_string();
+    refused(
+        &["--config", &file],
+        &[],
+        2,
+        &[
+            &format!("max_cuont: unknown key; did you mean `max_count`? (from {file})"),
+            "chunk_size: 100000 is out of range (1..=65536)",
+            "generators.orders.node_fields: the layout has no node field \"shard\" (its node fields: worker, process)",
+            "generators.events.node_id: does not go with node_source = \"redis\"",
+            "default_generator: \"default\" is not a generator; the configuration has events, orders",
+        ],
+    );
+    let broken = dir.write("broken.toml", "max_count = [");
+    refused(
+        &["--config", &broken.display().to_string()],
+        &[],
+        2,
+        &["config: not valid TOML"],
+    );
+    refused(
+        &["--config", "/nonexistent/flakeid.toml"],
+        &[],
+        2,
+        &["config: cannot read /nonexistent/flakeid.toml"],
+    );
+}
+
+#[test]
+fn flags_override_variables_override_the_file() {
+    let dir = TempDir::new("precedence");
+    let path = dir.write(
+        "server.toml",
+        "node_id = 1\nmax_count = 10\nchunk_size = 10\n",
+    );
+    let file = path.display().to_string();
+    let ended = run_to_end(
+        &["--config", &file, "--check", "--max-count", "30"],
+        &[("FLAKEID_MAX_COUNT", "20"), ("FLAKEID_CHUNK_SIZE", "20")],
+        LIMIT,
+    );
+    assert!(ended.status.success(), "{}", ended.stderr);
+    // `--check` prints the configuration it would run, and serves nothing.
+    for line in [
+        "max_count = 30",
+        "chunk_size = 20",
+        "node_id = 1 # configured",
+    ] {
+        assert!(
+            ended.stdout.lines().any(|l| l == line),
+            "{line:?} in:\n{}",
+            ended.stdout
+        );
+    }
+}
+
+#[test]
+fn a_generator_that_cannot_be_built_stops_the_start() {
+    // No Redis listens on this port: the lease's first claim fails within
+    // its connect timeout, and the server exits without serving.
+    let port = flakeid_test_servers::free_port();
+    let url = format!("redis://127.0.0.1:{port}/");
+    refused(
+        &["--lease-url", &url, "--lease-connect-timeout", "1s"],
+        &[],
+        1,
+        &["cannot start: generator default:"],
+    );
+    // A state file in a directory that does not exist.
+    refused(
+        &[
+            "--node-id",
+            "1",
+            "--state-file",
+            "/nonexistent/dir/node.state",
+        ],
+        &[],
+        1,
+        &[
+            "cannot start: generator default:",
+            "/nonexistent/dir/node.state",
+        ],
+    );
+}
