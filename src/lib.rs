@@ -561,8 +561,8 @@ pub mod sql;
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use events::{Event, EventHook};
 pub use generator::{
-    BuildError, Builder, GenerateError, Generator, Health, IdBatch, IdGenerator, MutexGenerator,
-    OnClockBehind, OnExhausted, Stats,
+    AtomicCell, BuildError, Builder, CellGenerator, GenerateError, Generator, Health, IdBatch,
+    IdGenerator, LockedCell, MutexGenerator, OnClockBehind, OnExhausted, StateCell, Stats,
 };
 pub use id::{ConvertIdError, Id, ParseIdError};
 pub use id_string::{IdFormat, IdString, ParseAnyIdError};

@@ -5,6 +5,10 @@
 //! persistence reservation through these thin wrappers, so the code they
 //! check is the crate's own, not a copy.
 
+mod generator;
+
+pub use generator::Broken;
+
 use std::sync::Arc;
 
 use crate::clock::Clock;

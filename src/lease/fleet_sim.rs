@@ -332,7 +332,10 @@ impl Process {
         }
         let mut made = None;
         let mut holder = 0;
-        let generator = builder.build_leased_by(fence.clone(), |layout, lead| {
+        let lead = builder.lead();
+        builder.fence = Some(fence.clone());
+        let mut parts = builder.into_parts()?;
+        let mut make_keeper = |layout, lead| -> Result<Box<dyn Keeper>, BuildError> {
             let mut settings = lease.settings(layout, lead)?;
             settings.wall = WallClock::new(wall.clone());
             let inner = backend.store(&settings);
@@ -346,7 +349,9 @@ impl Process {
             }
             made = Some(run);
             Ok(Box::new(Recorder(last.clone())))
-        })?;
+        };
+        parts.keeper = Some(make_keeper(&parts.plan.layout, lead)?);
+        let generator = Generator::from_parts(parts);
         let keeper = made.ok_or_else(|| LeaseError::Config {
             reason: "the keeper was not made".into(),
         })?;

@@ -377,18 +377,21 @@ impl SimNode {
         let fence = Arc::new(Fence::with_clock(source));
         let last = Last::default();
         let mut keeper = None;
-        let generator =
-            builder
-                .clock(clock.clone())
-                .build_leased_by(fence.clone(), |layout, lead| {
-                    let mut settings = lease.settings(layout, lead)?;
-                    settings.wall = WallClock::new(clock.clone());
-                    let store = backend.store(&settings);
-                    let mut run = Run::new(store, settings, fence.clone());
-                    run.claim_first()?;
-                    keeper = Some(run);
-                    Ok(Box::new(Recorder(last.clone())))
-                })?;
+        let mut builder = builder.clock(clock.clone());
+        let lead = builder.lead();
+        builder.fence = Some(fence.clone());
+        let mut parts = builder.into_parts()?;
+        let mut make_keeper = |layout, lead| -> Result<Box<dyn Keeper>, BuildError> {
+            let mut settings = lease.settings(layout, lead)?;
+            settings.wall = WallClock::new(clock.clone());
+            let store = backend.store(&settings);
+            let mut run = Run::new(store, settings, fence.clone());
+            run.claim_first()?;
+            keeper = Some(run);
+            Ok(Box::new(Recorder(last.clone())))
+        };
+        parts.keeper = Some(make_keeper(&parts.plan.layout, lead)?);
+        let generator = Generator::from_parts(parts);
         let keeper = keeper.ok_or_else(|| LeaseError::Config {
             reason: "the keeper was not made".into(),
         })?;
