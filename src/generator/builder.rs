@@ -522,7 +522,7 @@ impl<C: Clock> Builder<C> {
     /// As [`build`](Builder::build).
     ///
     /// ```
-    /// use flakeid::{Generator, IdGenerator, Layout, ManualClock};
+    /// use flakeid::{Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let generator = Generator::builder(Layout::twitter())

@@ -98,7 +98,7 @@ impl<'a, S: StateCell + 'a> Attempt<'a, S> {
 /// the fast path hands over to [`poll_rest`](Core::poll_rest) with a
 /// jump; the rest of the attempt holds the word again.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Miss {
+enum Miss {
     /// The cached reading does not name the state's tick, the tick has no
     /// room left, the clock has no cached reading, or the node id is leased
     /// (every attempt passes the fence).

@@ -573,6 +573,45 @@ impl<C: Clock, S: StateCell> CellGenerator<C, S> {
 /// # Ok(())
 /// # }
 /// ```
+///
+/// A generator of one's own supplies the six and gets the single-ID calls:
+///
+/// ```
+/// use flakeid::{GenerateError, Generator, Id, IdBatch, IdGenerator, Layout, ManualClock, Stats};
+///
+/// /// A generator's IDs in batches of at most 8.
+/// struct Capped(Generator<ManualClock>);
+///
+/// impl IdGenerator for Capped {
+///     fn layout(&self) -> &Layout {
+///         self.0.layout()
+///     }
+///     fn stats(&self) -> Option<Stats> {
+///         self.0.stats()
+///     }
+///     fn last_id(&self) -> Id {
+///         self.0.last_id()
+///     }
+///     fn next_ids(&self, n: usize) -> IdBatch {
+///         self.0.next_ids(n.min(8))
+///     }
+///     fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+///         self.0.try_next_ids(n.min(8))
+///     }
+///     fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+///         self.0.poll_ids(n.min(8))
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let clock = ManualClock::new(1_700_000_000_000);
+/// let capped = Capped(Generator::builder(Layout::twitter()).node_id(1).clock(clock).build()?);
+/// assert_eq!(capped.next_ids(100).len(), 8);
+/// let id = capped.next_id(); // provided: the first ID of `next_ids(1)`
+/// assert_eq!(capped.last_id(), id);
+/// # Ok(())
+/// # }
+/// ```
 pub trait IdGenerator: Send + Sync {
     /// The layout the generator makes IDs for.
     fn layout(&self) -> &Layout;
