@@ -229,8 +229,8 @@ pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{BuildError, GenerateError, LeaseError, SharedIoError, StateError};
 pub use events::{Event, EventHook};
 pub use generator::{
-    Builder, Generator, Health, IdBatch, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted,
-    Stats,
+    AtomicCell, Builder, CellGenerator, Generator, Health, IdBatch, IdGenerator, LockedCell,
+    MutexGenerator, OnClockBehind, OnExhausted, StateCell, Stats,
 };
 pub use id::{ConvertIdError, Id, ParseIdError};
 pub use id_string::{IdFormat, IdString, ParseAnyIdError};

@@ -5,13 +5,16 @@
 //! hidden from the docs. The models reach the lease fence and the
 //! persistence reservation through these thin wrappers, so the code they
 //! check is the crate's own, not a copy. Every planted bug lives here, on
-//! the models' side of the crate: a keeper that writes the fence's words
-//! out of order, a store that acknowledges a save early or swallows the
-//! writer's wake-up. The production code they run against carries no hook
-//! for them.
+//! the models' side of the crate: generators that replace the
+//! compare-and-swap or decide on the cached reading ([`Broken`]), a keeper
+//! that writes the fence's words out of order, a store that acknowledges a
+//! save early or swallows the writer's wake-up. The production code they
+//! run against carries no hook for them.
 
 mod fence;
+mod generator;
 mod persist;
 
 pub use fence::{Fence, Grant};
+pub use generator::Broken;
 pub use persist::{MemoryStore, PersistBug};

@@ -40,8 +40,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flakeid::{
-    Clock, GenerateError, Generator, Id, IdGenerator, Layout, ManualClock, MutexGenerator,
-    OnClockBehind, OnExhausted, Parts, Stats,
+    Clock, GenerateError, Generator, Id, Layout, ManualClock, MutexGenerator, OnClockBehind,
+    OnExhausted, Parts, Stats,
 };
 use libfuzzer_sys::arbitrary::Unstructured;
 

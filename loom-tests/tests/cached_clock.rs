@@ -5,6 +5,7 @@
 //! older than the state, on both generators.
 #![cfg(flakeid_loom)]
 
+use flakeid::loom_hooks::Broken;
 use flakeid::{Builder, Clock, Generator, IdGenerator, ManualClock, MutexGenerator, OnClockBehind};
 use flakeid_loom_tests::{EPOCH, Got, Reached, Rules, at, check, decode, layout, model};
 use loom::sync::Arc;

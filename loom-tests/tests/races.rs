@@ -2,7 +2,7 @@
 //! generators, and the order of calls that do not overlap.
 #![cfg(flakeid_loom)]
 
-use flakeid::{Builder, Generator, IdGenerator, ManualClock, MutexGenerator};
+use flakeid::{Builder, Generator, ManualClock, MutexGenerator};
 use flakeid_loom_tests::{
     Got, Rules, at, check, decode, layout, model, race_across_a_tick_change, race_in_one_tick,
 };

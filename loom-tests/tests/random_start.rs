@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering as StdOrdering};
 
-use flakeid::{Builder, IdGenerator, Layout, ManualClock};
+use flakeid::{Builder, Layout, ManualClock};
 use flakeid_loom_tests::{
     Done, Got, Rules, at, check, decode, layout, model, move_clock_when_full, tick_used_up,
 };

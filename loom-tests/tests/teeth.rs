@@ -3,6 +3,7 @@
 //! pass on the real one must fail.
 #![cfg(flakeid_loom)]
 
+use flakeid::loom_hooks::Broken;
 use flakeid::{Builder, Generator, ManualClock};
 use flakeid_loom_tests::{race_across_a_tick_change, race_in_one_tick};
 

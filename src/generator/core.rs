@@ -1,160 +1,43 @@
-//! What the two generators share: everything but how the state word is held.
+//! The engine both generators run: the calls, the fast path, the loop
+//! behind it, and waiting.
 //!
-//! [`Generator`](crate::Generator) keeps its state word in an `AtomicU64` and
-//! installs a successor by compare-and-swap;
-//! [`MutexGenerator`](crate::MutexGenerator) keeps it under a mutex and
-//! installs by assignment. Both are a [`Core`] over a [`StateCell`], so they
-//! run the same attempt through the same loop, read the clock at the same
-//! points, and differ only in [`Held::install`], which for the mutex never
-//! loses a race.
+//! [`CellGenerator`](crate::CellGenerator)'s methods hand each call to a
+//! [`Core`] over its [`StateCell`]: an `AtomicU64` installed by
+//! compare-and-swap ([`Generator`](crate::Generator)), or the same word
+//! under a mutex installed by assignment
+//! ([`MutexGenerator`](crate::MutexGenerator)). Both run the same attempt
+//! through the same loop and read the clock at the same points; they differ
+//! only in the cell's `install`, which for the mutex never loses a race.
+//!
+//! `next_id` is read here and in `plan.rs` alone, in parking_lot's shape:
+//! [`Core::next_id`] inlines [`Core::poll_fast`] (one clock load, one
+//! install); what it misses goes to [`Core::poll_rest`] and the loop,
+//! [`Core::settle`], out of line; a stall goes to [`Core::wait`], which is
+//! cold and asks `wait.rs` how long to pause. The transitions themselves
+//! are [`Plan`]'s.
 
 use std::fmt;
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-
-use super::Components;
+use super::batch::IdBatch;
+use super::builder::Components;
+use super::cell::StateCell;
+use super::cell::sealed::Held;
 use super::health::Health;
-use super::plan::{Event as StepEvent, Gate, Plan, Stall, Step};
-use super::stats::{Counters, Stats};
-use super::wait::Reserve;
+use super::plan::{Gate, Plan, Stall, Step, StepKind};
+use super::telemetry::{Stats, Telemetry};
+use super::wait::{LONGEST_SLEEP, Mode, Waiting};
+use crate::GenerateError;
 use crate::clock::Clock;
 use crate::events::Event;
 use crate::fence::Keeper;
 use crate::id::Id;
 use crate::layout::Layout;
 use crate::persist::Persister;
-use crate::primitive::{AtomicU64, Backoff, Mutex, MutexGuard, Ordering, lock};
+use crate::primitive::{self, Backoff};
 
-/// Where a generator keeps its state word, and how an attempt replaces it.
-pub(crate) trait StateCell: Send + Sync {
-    /// The word as one attempt sees it: a loaded value, or the value under a
-    /// held lock.
-    type Held<'a>: Held
-    where
-        Self: 'a;
-
-    fn new(state: u64) -> Self;
-
-    /// Starts an attempt: loads the word (acquiring the clock reading its
-    /// tick came from), or locks it.
-    fn hold(&self) -> Self::Held<'_>;
-
-    /// The word now, for reports (`last_id`, the final save on drop).
-    fn get(&self) -> u64;
-}
-
-/// One attempt's view of the state word.
-pub(crate) trait Held {
-    /// The word the attempt works from.
-    fn cur(&self) -> u64;
-
-    /// Replaces [`cur`](Held::cur) with `next`. `Err(actual)` when the word
-    /// had moved on to `actual` (a lost race, or a spurious failure with
-    /// `actual == cur`); `cur` is then `actual`. Only the atomic cell fails.
-    fn install(&mut self, next: u64) -> Result<(), u64>;
-}
-
-/// The lock-free generator's cell: one `AtomicU64` on a cache line of its
-/// own, so neighbours do not share its contention.
-pub(crate) struct AtomicCell(CachePadded<AtomicU64>);
-
-/// A value loaded from an [`AtomicCell`], to compare-and-swap from.
-pub(crate) struct Loaded<'a> {
-    word: &'a AtomicU64,
-    cur: u64,
-}
-
-impl StateCell for AtomicCell {
-    type Held<'a> = Loaded<'a>;
-
-    fn new(state: u64) -> Self {
-        AtomicCell(CachePadded::new(AtomicU64::new(state)))
-    }
-
-    #[inline(always)]
-    fn hold(&self) -> Loaded<'_> {
-        Loaded {
-            word: &self.0,
-            cur: self.0.load(Ordering::Acquire),
-        }
-    }
-
-    fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-impl Held for Loaded<'_> {
-    #[inline(always)]
-    fn cur(&self) -> u64 {
-        self.cur
-    }
-
-    /// Uniqueness and order need no more than Relaxed: IDs derive from this
-    /// word alone, and the single modification order of one atomic makes
-    /// every successful CAS start from the value the previous one stored.
-    /// The clock needs more. A successful CAS releases the clock reading its
-    /// tick came from, and every load of the state acquires, so a thread that
-    /// sees another's new tick then reads the clock at least as far along.
-    /// With Relaxed, a weakly ordered CPU may read the clock before the
-    /// state, find the clock behind a tick it never moved back from, and
-    /// report `ClockBehind` or bump the clock id for nothing (the loom model
-    /// `a_clock_that_only_moves_forward_is_never_reported_behind` finds this).
-    /// On x86 these orderings compile to the same instructions as Relaxed.
-    #[inline(always)]
-    fn install(&mut self, next: u64) -> Result<(), u64> {
-        match self
-            .word
-            .compare_exchange_weak(self.cur, next, Ordering::Release, Ordering::Acquire)
-        {
-            Ok(_) => {
-                self.cur = next;
-                Ok(())
-            }
-            Err(actual) => {
-                self.cur = actual;
-                Err(actual)
-            }
-        }
-    }
-}
-
-/// The mutex twin's cell: the same word behind a mutex.
-pub(crate) struct LockedCell(CachePadded<Mutex<u64>>);
-
-impl StateCell for LockedCell {
-    type Held<'a> = MutexGuard<'a, u64>;
-
-    fn new(state: u64) -> Self {
-        LockedCell(CachePadded::new(Mutex::new(state)))
-    }
-
-    #[inline(always)]
-    fn hold(&self) -> MutexGuard<'_, u64> {
-        lock(&self.0)
-    }
-
-    fn get(&self) -> u64 {
-        *lock(&self.0)
-    }
-}
-
-impl Held for MutexGuard<'_, u64> {
-    #[inline(always)]
-    fn cur(&self) -> u64 {
-        **self
-    }
-
-    #[inline(always)]
-    fn install(&mut self, next: u64) -> Result<(), u64> {
-        **self = next;
-        Ok(())
-    }
-}
-
-/// A generator over the state cell `S` and the clock `C`.
-pub(crate) struct Core<S: StateCell, C> {
+/// A generator over the clock `C` and the state cell `S`.
+pub(crate) struct Core<C, S: StateCell> {
     /// The last ID handed out: the layout's fields in their ID positions.
     /// For Twitter's layout:
     ///
@@ -176,7 +59,7 @@ pub(crate) struct Core<S: StateCell, C> {
     state: S,
     plan: Plan,
     clock: C,
-    counters: Option<Box<Counters>>,
+    telemetry: Option<Box<Telemetry>>,
     persister: Option<Persister>,
     keeper: Option<Box<dyn Keeper>>,
 }
@@ -211,13 +94,26 @@ impl<'a, S: StateCell + 'a> Attempt<'a, S> {
     }
 }
 
-impl<S: StateCell, C> Core<S, C> {
+/// Why the fast path issued nothing. Small enough to pass in registers, so
+/// the fast path hands over to [`poll_rest`](Core::poll_rest) with a
+/// jump; the rest of the attempt holds the word again.
+#[derive(Debug, Clone, Copy)]
+enum Miss {
+    /// The cached reading does not name the state's tick, the tick has no
+    /// room left, the clock has no cached reading, or the node id is leased
+    /// (every attempt passes the fence).
+    NotInTick,
+    /// The install lost a race, on the cached reading `recent`.
+    Lost { recent: u64 },
+}
+
+impl<C, S: StateCell> Core<C, S> {
     pub(crate) fn new(parts: Components<C>) -> Self {
         Core {
             state: S::new(parts.state),
             plan: parts.plan,
             clock: parts.clock,
-            counters: Counters::new(parts.counters, parts.events),
+            telemetry: Telemetry::new(parts.counters, parts.events),
             persister: parts.persister,
             keeper: parts.keeper,
         }
@@ -236,7 +132,7 @@ impl<S: StateCell, C> Core<S, C> {
     }
 
     pub(crate) fn stats(&self) -> Option<Stats> {
-        self.counters.as_deref().and_then(Counters::stats)
+        self.telemetry.as_deref().and_then(Telemetry::stats)
     }
 
     /// The node id in the IDs: the configured one, or the one a lease holds now.
@@ -290,60 +186,60 @@ impl<S: StateCell, C> Core<S, C> {
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
-}
 
-impl<C> Core<AtomicCell, C> {
-    /// The state word itself, for the deliberately broken loom variants.
-    #[cfg(flakeid_loom)]
-    pub(crate) fn word(&self) -> &AtomicU64 {
-        &self.state.0
-    }
-
-    #[cfg(flakeid_loom)]
+    /// The compiled configuration and transitions.
     pub(crate) fn plan(&self) -> &Plan {
         &self.plan
     }
 
-    /// `poll` that, where the short path does not apply, decides on the
-    /// cached reading instead of reading the precise clock: a cached reading
-    /// older than the state then passes for the clock stepping back.
-    #[cfg(flakeid_loom)]
-    pub(crate) fn broken_poll_on_cached(&self, n: u64) -> Result<Step, Stall>
-    where
-        C: Clock,
-    {
-        let recent = self.clock.recent_ms().expect("a cached reading");
-        let held = self.state.hold();
-        self.settle(Attempt::new(held, recent, true), n)
+    /// The counters and the event hook, if either is on.
+    #[inline]
+    pub(crate) fn telemetry(&self) -> Option<&Telemetry> {
+        self.telemetry.as_deref()
     }
 }
 
-/// Why the fast path issued nothing. Small enough to pass in registers, so
-/// the fast path hands over to [`poll_rest`](Reserve::poll_rest) with a
-/// jump; the rest of the attempt holds the word again.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Miss {
-    /// The cached reading does not name the state's tick, the tick has no
-    /// room left, the clock has no cached reading, or the node id is leased
-    /// (every attempt passes the fence).
-    NotInTick,
-    /// The install lost a race, on the cached reading `recent`.
-    Lost { recent: u64 },
-}
-
-impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
-    fn plan(&self) -> &Plan {
-        &self.plan
+/// `next_id`: the fast path inline, the rest of the attempt and the loop
+/// out of line, side by side.
+impl<C: Clock, S: StateCell> Core<C, S> {
+    /// One ID, waiting as the policies say. The common call, kept small
+    /// enough to inline into the caller: the fast path, with everything
+    /// else out of line.
+    #[inline]
+    pub(crate) fn next_id(&self) -> Id {
+        match self.poll_fast(1) {
+            Ok(step) => Id::from_u64(step.first),
+            Err(miss) => self.next_id_missed(miss),
+        }
     }
 
-    fn counters(&self) -> Option<&Counters> {
-        self.counters.as_deref()
+    /// `next_id` after the fast path missed. Not cold: under contention
+    /// every lost race comes here.
+    #[inline(never)]
+    fn next_id_missed(&self, miss: Miss) -> Id {
+        let stall = match self.poll_rest(miss, 1) {
+            Ok(step) => return Id::from_u64(step.first),
+            Err(stall) => stall,
+        };
+        match self.wait(1, stall, Mode::Wait) {
+            Ok(step) => Id::from_u64(step.first),
+            Err(e) => panic!("flakeid: {e}"),
+        }
+    }
+
+    /// One attempt that never waits: a step, or why none is possible now.
+    #[inline]
+    pub(crate) fn poll(&self, n: u64) -> Result<Step, Stall> {
+        match self.poll_fast(n) {
+            Ok(step) => Ok(step),
+            Err(miss) => self.poll_rest(miss, n),
+        }
     }
 
     /// The common case under load, one clock load and one install: the
     /// clock's cached reading names the state's tick, which has room, and no
     /// lease is involved ([`Plan::advance_in_tick`]). Anything else is a
-    /// [`Miss`] for [`poll_rest`](Reserve::poll_rest), out of line, so this
+    /// [`Miss`] for [`poll_rest`](Core::poll_rest), out of line, so this
     /// stays a few instructions long.
     ///
     /// It reads [`Clock::recent_ms`], the cheap reading (the default
@@ -399,8 +295,8 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
         };
         let mut attempt: Attempt<'_, S> = Attempt::new(held, now, true);
         if !fresh {
-            if let Some(counters) = self.counters() {
-                counters.record_lost_race();
+            if let Some(telemetry) = self.telemetry() {
+                telemetry.record_lost_race();
             }
             // The short path only installs in the reading's tick: if the
             // winner stayed there, the reading is as good as any.
@@ -413,9 +309,7 @@ impl<S: StateCell, C: Clock> Reserve for Core<S, C> {
         }
         self.settle(attempt, n)
     }
-}
 
-impl<S: StateCell, C: Clock> Core<S, C> {
     /// The short path on `reading` ([`Plan::advance_in_tick`]): the step, if
     /// it applies and its install wins.
     #[inline(always)]
@@ -428,9 +322,7 @@ impl<S: StateCell, C: Clock> Core<S, C> {
         }
         Ok(step)
     }
-}
 
-impl<S: StateCell, C: Clock> Core<S, C> {
     /// The loop behind the fast path: pass the lease's fence (switching
     /// node ids first if it says so), compute the step, install it, and
     /// confirm the lease still held. The transitions are drawn in `plan.rs`.
@@ -458,7 +350,7 @@ impl<S: StateCell, C: Clock> Core<S, C> {
                     let now = at.now;
                     drop(at);
                     self.issued(&step);
-                    if step.event != StepEvent::Plain {
+                    if step.kind != StepKind::Plain {
                         self.report(&step, before, now);
                     }
                     return Ok(step);
@@ -467,7 +359,7 @@ impl<S: StateCell, C: Clock> Core<S, C> {
                     // Made under a lease that lapsed or was replaced
                     // meanwhile: these IDs are dropped; check the fence again.
                     self.plan.installed(&step);
-                    if let Some(c) = self.counters() {
+                    if let Some(c) = self.telemetry() {
                         c.events.emit(Event::IdsDropped { count: step.count });
                     }
                     at.read(&self.clock);
@@ -484,23 +376,23 @@ impl<S: StateCell, C: Clock> Core<S, C> {
     #[cold]
     #[inline(never)]
     fn report(&self, step: &Step, before: u64, now: u64) {
-        let Some(c) = self.counters().filter(|c| c.events.is_on()) else {
+        let Some(c) = self.telemetry().filter(|c| c.events.is_on()) else {
             return;
         };
         let ms = Duration::from_millis;
         let behind = || Event::ClockBehind {
             behind: ms(self.plan.behind_ms(before, now)),
         };
-        match step.event {
-            StepEvent::Plain => {}
-            StepEvent::Borrowed => {
+        match step.kind {
+            StepKind::Plain => {}
+            StepKind::Borrowed => {
                 let tick_ms = self.plan.layout.unix_ms(self.plan.ts_of(step.next));
                 c.events.emit(Event::TickBorrowed {
                     ahead: ms(tick_ms.saturating_sub(now)),
                 });
             }
-            StepEvent::Behind => c.events.emit(behind()),
-            StepEvent::Bumped { behind: was_behind } => {
+            StepKind::Behind => c.events.emit(behind()),
+            StepKind::Bumped { behind: was_behind } => {
                 if was_behind {
                     c.events.emit(behind());
                 }
@@ -528,8 +420,8 @@ impl<S: StateCell, C: Clock> Core<S, C> {
     /// winner moved to another tick; otherwise the attempt's reading is
     /// still as good as any, and skipping the read keeps the retry short.
     fn lost(&self, at: &mut Attempt<'_, S>, before: u64, actual: u64) {
-        if let Some(counters) = self.counters() {
-            counters.record_lost_race();
+        if let Some(telemetry) = self.telemetry() {
+            telemetry.record_lost_race();
         }
         if self.plan.ts_of(actual) != self.plan.ts_of(before) {
             at.read(&self.clock);
@@ -538,12 +430,159 @@ impl<S: StateCell, C: Clock> Core<S, C> {
         }
         at.backoff.spin();
     }
+
+    /// Bookkeeping after `step` was installed and its IDs handed out.
+    #[inline]
+    fn issued(&self, step: &Step) {
+        self.plan.installed(step);
+        if let Some(telemetry) = self.telemetry() {
+            telemetry.record(step);
+        }
+    }
+}
+
+/// The other calls: one per public method, on the same attempt.
+impl<C: Clock, S: StateCell> Core<C, S> {
+    /// One ID, waiting as the policies say, or the error a policy reports.
+    #[inline]
+    pub(crate) fn try_next_id(&self) -> Result<Id, GenerateError> {
+        match self.poll(1) {
+            Ok(step) => Ok(Id::from_u64(step.first)),
+            Err(stall) => self
+                .wait(1, stall, Mode::Report)
+                .map(|step| Id::from_u64(step.first)),
+        }
+    }
+
+    /// One ID if it can be issued without waiting.
+    #[inline]
+    pub(crate) fn poll_id(&self) -> Result<Id, GenerateError> {
+        self.poll_ids(1).map(|batch| batch.first_id())
+    }
+
+    /// Up to `n` IDs, waiting as the policies say and for outside help.
+    #[inline]
+    pub(crate) fn next_ids(&self, n: usize) -> IdBatch {
+        match self.reserve_batch(n, Mode::Wait) {
+            Ok(batch) => batch,
+            Err(e) => panic!("flakeid: {e}"),
+        }
+    }
+
+    /// Up to `n` IDs, waiting as the policies say, or the error a policy
+    /// reports.
+    #[inline]
+    pub(crate) fn try_next_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        self.reserve_batch(n, Mode::Report)
+    }
+
+    /// Up to `n` IDs without waiting.
+    #[inline]
+    pub(crate) fn poll_ids(&self, n: usize) -> Result<IdBatch, GenerateError> {
+        if n == 0 {
+            return Ok(IdBatch::empty());
+        }
+        self.poll(n as u64)
+            .map(|step| self.batch(step))
+            .map_err(|stall| {
+                self.note_stall(stall);
+                self.plan.error(stall)
+            })
+    }
+
+    /// Up to `n` IDs, waiting through the stalls `mode` waits for.
+    #[inline]
+    fn reserve_batch(&self, n: usize, mode: Mode) -> Result<IdBatch, GenerateError> {
+        if n == 0 {
+            return Ok(IdBatch::empty());
+        }
+        let n = n as u64;
+        let step = match self.poll(n) {
+            Ok(step) => step,
+            Err(stall) => self.wait(n, stall, mode)?,
+        };
+        Ok(self.batch(step))
+    }
+
+    /// The IDs `step` hands out.
+    #[inline]
+    pub(crate) fn batch(&self, step: Step) -> IdBatch {
+        IdBatch::new(step.first, self.plan.seq_one(), step.count)
+    }
+
+    /// What an attempt's stall means for the call that made it: noted once
+    /// per call (a clock behind is counted, a missing reservation asked for).
+    pub(crate) fn note_stall(&self, stall: Stall) {
+        match (self.telemetry(), stall) {
+            (Some(c), Stall::Behind { behind_ms }) => c.record_behind(behind_ms),
+            (_, Stall::Unreserved { clock, tick }) => {
+                if let Some(reservation) = self.plan.reservation() {
+                    reservation.request(clock, tick);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Waits through the stalls `mode` waits for, by pausing the thread for
+    /// as long as [`Waiting`] says after each.
+    #[cold]
+    #[inline(never)]
+    fn wait(&self, n: u64, mut stall: Stall, mode: Mode) -> Result<Step, GenerateError> {
+        self.note_stall(stall);
+        let mut waiting = Waiting::new(mode);
+        let backoff = Backoff::new();
+        let outcome = loop {
+            match waiting.pause(self.plan(), self.telemetry(), stall) {
+                Ok(duration) => pause_thread(&backoff, duration),
+                Err(e) => break Err(e),
+            }
+            match self.poll(n) {
+                Ok(step) => break Ok(step),
+                Err(next) => stall = next,
+            }
+        };
+        waiting.finish(self.telemetry());
+        outcome
+    }
+}
+
+/// Pauses the thread part of the way towards a condition expected in about
+/// `pause`: sleep through all but the last millisecond (in slices of at
+/// most [`LONGEST_SLEEP`]), then spin and yield, then nap in short steps,
+/// so a waiting thread neither burns a core nor oversleeps a tick by much.
+fn pause_thread(backoff: &Backoff, pause: Duration) {
+    const MS: Duration = Duration::from_millis(1);
+    if pause >= 2 * MS {
+        primitive::sleep((pause - MS).min(LONGEST_SLEEP));
+    } else if !backoff.is_completed() {
+        backoff.snooze();
+    } else {
+        primitive::sleep(Duration::from_micros(50));
+    }
+}
+
+/// What the loom models' planted bugs (`loom_hooks`) build on: the word, and
+/// the loop run from a reading of their choosing.
+#[cfg(flakeid_loom)]
+impl<C: Clock> Core<C, super::cell::AtomicCell> {
+    /// The state word itself.
+    pub(crate) fn word(&self) -> &crate::primitive::AtomicU64 {
+        self.state.word()
+    }
+
+    /// The loop on `reading`, taken as if read after the word was held.
+    pub(crate) fn settle_on(&self, reading: u64, n: u64) -> Result<Step, Stall> {
+        use super::cell::sealed::Cell;
+        let held = self.state.hold();
+        self.settle(Attempt::new(held, reading, true), n)
+    }
 }
 
 /// With restart safety on, dropping the generator stops its writer after it
 /// saves the exact last timestamp issued; with a leased node id, the keeper
 /// records it in the store and gives the node id back.
-impl<S: StateCell, C> Drop for Core<S, C> {
+impl<C, S: StateCell> Drop for Core<C, S> {
     fn drop(&mut self) {
         let state = self.state.get();
         if let Some(persister) = self.persister.take() {
@@ -552,5 +591,167 @@ impl<S: StateCell, C> Drop for Core<S, C> {
         if let Some(keeper) = self.keeper.take() {
             keeper.release(self.plan.last_issued(state));
         }
+    }
+}
+
+/// Under Miri, `compare_exchange_weak` fails spuriously (by default 80% of
+/// the time), which loom never makes it do: these tests drive the CAS loop
+/// through such failures, sequentially against the mutex twin and under
+/// racing threads. Sizes shrink under Miri, which interprets every step.
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::generator::tests::Readings;
+    use crate::generator::{Generator, MutexGenerator, OnClockBehind, OnExhausted};
+
+    const EPOCH: u64 = 1_600_000_000_000;
+
+    /// 41 bits of ms, a 2-bit clock id, a 2-bit worker, a 2-bit sequence.
+    fn layout() -> Layout {
+        Layout::builder()
+            .epoch_ms(EPOCH)
+            .timestamp_bits(41)
+            .clock_id(2)
+            .node("worker", 2)
+            .sequence(2)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_cas_loop_agrees_with_the_mutex_twin_through_every_transition() {
+        let exhausted = [
+            OnExhausted::Wait,
+            OnExhausted::Borrow {
+                max_ahead: Duration::from_millis(2),
+            },
+            OnExhausted::Error,
+            OnExhausted::NextClock,
+        ];
+        let behind = [
+            OnClockBehind::Continue,
+            OnClockBehind::Wait {
+                max: Duration::ZERO,
+            },
+            OnClockBehind::Error,
+            OnClockBehind::NextClock,
+        ];
+        // Clock moves (ms) between polls of a few IDs each: within a tick,
+        // to the next, back a little, back a lot, far ahead.
+        let moves: [i64; 8] = [0, 1, 0, -1, -5, 7, 0, 1_000];
+        for on_exhausted in exhausted {
+            for on_behind in behind {
+                let clock = ManualClock::new(EPOCH + 100);
+                let builder = Generator::builder(layout())
+                    .node_id(2)
+                    .clock(clock.clone())
+                    .on_exhausted(on_exhausted)
+                    .on_clock_behind(on_behind)
+                    .random_start(2)
+                    .seed(7)
+                    .counters(true);
+                let lock_free = builder.clone().build().unwrap();
+                let locked: MutexGenerator<ManualClock> = builder.build_mutex().unwrap();
+                let mut seen = HashSet::new();
+                for step in moves {
+                    match step {
+                        0.. => clock.advance(Duration::from_millis(step.unsigned_abs())),
+                        _ => clock.rewind(Duration::from_millis(step.unsigned_abs())),
+                    }
+                    for n in [1, 1, 3, 1, 2] {
+                        let got = lock_free.poll_ids(n);
+                        assert_eq!(got, locked.poll_ids(n), "{on_exhausted:?} {on_behind:?}");
+                        for id in got.into_iter().flatten() {
+                            assert!(seen.insert(id), "{id} twice");
+                        }
+                        assert_eq!(lock_free.last_id(), locked.last_id());
+                    }
+                }
+                // Lost races are the lock-free generator's alone (under Miri,
+                // spurious `compare_exchange_weak` failures count too).
+                let counted = lock_free.stats().map(|s| Stats { lost_races: 0, ..s });
+                assert_eq!(counted, locked.stats());
+            }
+        }
+    }
+
+    /// `OnClockBehind::NextClock` moves the state back in time. A reading
+    /// taken before the load, from before the clock stepped back, then looks
+    /// past the state's tick; entering that tick would put the timestamp
+    /// ahead of the clock and undo the step (the loom model
+    /// `next_clock_issues_at_the_real_time_under_a_fresh_clock_id` finds the
+    /// interleaving).
+    #[test]
+    fn a_reading_older_than_the_state_never_enters_a_tick() {
+        let layout = layout();
+        let generator = Generator::builder(layout.clone())
+            .single_node()
+            .clock(Readings::new(EPOCH, &[10]))
+            .on_clock_behind(OnClockBehind::NextClock)
+            .build()
+            .unwrap();
+        let at = |id: Id| {
+            let d = layout.decode(id).unwrap();
+            (d.timestamp(), d.clock_id())
+        };
+        assert_eq!(at(generator.try_next_id().unwrap()), (10, 0));
+        // The clock steps back to 8: a bump to clock id 1.
+        generator.clock().set(EPOCH, &[8]);
+        assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
+        // A call whose first reading is from before the step back.
+        generator.clock().set(EPOCH, &[10, 8]);
+        assert_eq!(at(generator.try_next_id().unwrap()), (8, 1));
+    }
+
+    #[test]
+    fn racing_threads_get_unique_increasing_ids() {
+        let (threads, per_thread) = if cfg!(miri) { (3, 40) } else { (4, 20_000) };
+        let layout = layout();
+        let clock = ManualClock::new(EPOCH + 100);
+        let generator = Generator::builder(layout.clone())
+            .node_id(1)
+            .clock(clock.clone())
+            .on_exhausted(OnExhausted::Borrow {
+                max_ahead: Duration::from_millis(1),
+            })
+            .build()
+            .unwrap();
+        let per_thread: Vec<Vec<Id>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut ids: Vec<Id> = Vec::with_capacity(per_thread);
+                        while ids.len() < per_thread {
+                            match generator.poll_id() {
+                                Ok(id) => {
+                                    let tick = layout.decode(id).unwrap().timestamp();
+                                    // Never more than the 1 ms allowance ahead.
+                                    assert!(tick <= clock.now_ms() - EPOCH + 1);
+                                    assert!(ids.last().is_none_or(|&last| id > last));
+                                    ids.push(id);
+                                }
+                                // Play the passing of time: nobody waits.
+                                Err(GenerateError::SequenceExhausted { .. }) => {
+                                    clock.advance(Duration::from_millis(1));
+                                }
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                        ids
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<Id> = per_thread.into_iter().flatten().collect();
+        all.sort_unstable();
+        let n = all.len();
+        all.dedup();
+        assert_eq!(all.len(), n, "duplicate ids");
+        assert_eq!(all.last().copied(), Some(generator.last_id()));
     }
 }

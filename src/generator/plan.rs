@@ -51,14 +51,15 @@ pub(crate) struct Step {
     pub(crate) first: u64,
     /// How many consecutive sequence values, from `first`, are handed out.
     pub(crate) count: u64,
-    pub(crate) event: Event,
+    pub(crate) kind: StepKind,
     /// Whether the step entered a tick (or clock id) rather than continuing one.
     pub(crate) entered: bool,
 }
 
-/// Something worth counting that a transition did.
+/// What kind of transition a step was: plain, or something worth counting
+/// and telling the event hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Event {
+pub(crate) enum StepKind {
     Plain,
     /// Moved to a tick ahead of the clock.
     Borrowed,
@@ -354,7 +355,7 @@ impl Plan {
     /// A state at timestamp `ts` keeping `kept` (node and clock-id bits in
     /// place), with its IDs, if the reservation (when there is one) covers it.
     #[inline]
-    fn enter_tick(&self, ts: u64, kept: u64, n: u64, event: Event) -> Result<Step, Stall> {
+    fn enter_tick(&self, ts: u64, kept: u64, n: u64, kind: StepKind) -> Result<Step, Stall> {
         let clk_bits = kept & self.clk_mask;
         if let Some(r) = &self.reservation {
             let clock = clk_bits >> self.clk_shift;
@@ -381,7 +382,7 @@ impl Plan {
             next: first + (count - 1) * self.seq_one,
             first,
             count,
-            event,
+            kind,
             entered: true,
         })
     }
@@ -445,20 +446,20 @@ impl Plan {
         if !in_tick || cur & self.short_full == self.short_full {
             return None;
         }
-        Some(self.in_tick(cur, self.seq_of(cur), n, Event::Plain))
+        Some(self.in_tick(cur, self.seq_of(cur), n, StepKind::Plain))
     }
 
     /// The next `n` (at most what is left) IDs of `cur`'s tick, whose
     /// sequence `seq` has room.
     #[inline(always)]
-    fn in_tick(&self, cur: u64, seq: u64, n: u64, event: Event) -> Step {
+    fn in_tick(&self, cur: u64, seq: u64, n: u64, kind: StepKind) -> Step {
         // Spelled out for one ID, so `next_id` needs no sequence arithmetic.
         let count = if n == 1 { 1 } else { n.min(self.seq_max - seq) };
         Step {
             next: cur + count * self.seq_one,
             first: cur + self.seq_one,
             count,
-            event,
+            kind,
             entered: false,
         }
     }
@@ -487,12 +488,12 @@ impl Plan {
             if now > self.ts_max {
                 return Err(Stall::Expired);
             }
-            return self.enter_tick(now, cur & self.kept_mask(), n, Event::Plain);
+            return self.enter_tick(now, cur & self.kept_mask(), n, StepKind::Plain);
         }
         if now.saturating_add(self.lead_ticks) < ts {
             return self.behind(cur, ts, now_ms, n);
         }
-        self.same_tick(cur, ts, now_ms, n, Event::Plain)
+        self.same_tick(cur, ts, now_ms, n, StepKind::Plain)
     }
 
     #[inline]
@@ -502,11 +503,11 @@ impl Plan {
         ts: u64,
         now_ms: u64,
         n: u64,
-        event: Event,
+        kind: StepKind,
     ) -> Result<Step, Stall> {
         let seq = self.seq_of(cur);
         if seq < self.seq_max {
-            return Ok(self.in_tick(cur, seq, n, event));
+            return Ok(self.in_tick(cur, seq, n, kind));
         }
         self.exhausted(cur, ts, now_ms, n)
     }
@@ -518,7 +519,7 @@ impl Plan {
             OnExhausted::Borrow { .. }
                 if ts < self.ts_max && ts < self.ticks(now_ms).saturating_add(self.lead_ticks) =>
             {
-                return self.enter_tick(ts + 1, cur & self.kept_mask(), n, Event::Borrowed);
+                return self.enter_tick(ts + 1, cur & self.kept_mask(), n, StepKind::Borrowed);
             }
             OnExhausted::NextClock => {
                 // Only upwards, and not in a tick where the state moved to
@@ -528,7 +529,7 @@ impl Plan {
                 let switched = self.fence.as_ref().is_some_and(|f| ts <= f.switched());
                 if !switched && let Some(next) = self.next_clock(clk_bits, ts, false) {
                     let kept = (cur & self.node_mask) | next;
-                    return self.enter_tick(ts, kept, n, Event::Bumped { behind: false });
+                    return self.enter_tick(ts, kept, n, StepKind::Bumped { behind: false });
                 }
             }
             _ => {}
@@ -573,12 +574,12 @@ impl Plan {
                 match self.next_clock(cur & self.clk_mask, now, true) {
                     Some(next) => {
                         let kept = (cur & self.node_mask) | next;
-                        self.enter_tick(now, kept, n, Event::Bumped { behind: true })
+                        self.enter_tick(now, kept, n, StepKind::Bumped { behind: true })
                     }
-                    None => self.same_tick(cur, ts, now_ms, n, Event::Behind),
+                    None => self.same_tick(cur, ts, now_ms, n, StepKind::Behind),
                 }
             }
-            OnClockBehind::Continue => self.same_tick(cur, ts, now_ms, n, Event::Behind),
+            OnClockBehind::Continue => self.same_tick(cur, ts, now_ms, n, StepKind::Behind),
         }
     }
 

@@ -4,6 +4,13 @@ use std::time::Duration;
 
 /// What to do when every sequence value of the current tick has been issued.
 ///
+/// | policy | does | like |
+/// |---|---|---|
+/// | `Wait` (default) | waits for the next tick: spins briefly, yields, then sleeps | Twitter, most generators |
+/// | `Borrow { max_ahead }` | moves the timestamp ahead of the clock, up to `max_ahead`, then waits | yitter, Baidu uid-generator |
+/// | `Error` | `try_next_id` returns `SequenceExhausted` | the Go seed generator |
+/// | `NextClock` | moves to the next clock id within the tick | the multi-clock seed |
+///
 /// ```
 /// use flakeid::{Generator, Layout, OnExhausted};
 /// use std::time::Duration;
@@ -62,6 +69,13 @@ impl OnExhausted {
 
 /// What to do when the clock reads earlier than the last issued timestamp (a
 /// wall clock stepped back).
+///
+/// | policy | does | like |
+/// |---|---|---|
+/// | `Continue` (default) | keeps issuing on the last timestamp (a logical clock) | Sonyflake, TSID |
+/// | `Wait { max }` | waits up to `max` for the clock to catch up, then reports | Meituan Leaf (5 ms) |
+/// | `Error` | `try_next_id` returns `ClockBehind` | Twitter's original |
+/// | `NextClock` | bumps the clock id and issues at the real, earlier time | the multi-clock seed |
 ///
 /// A reading that lags the last timestamp by no more than the `Borrow`
 /// allowance is not "behind": that lead is the generator's own.

@@ -1,13 +1,16 @@
 //! Waiting without blocking the executor (feature `tokio`): the pauses
-//! `wait::Waiting` decides, slept on tokio's timer instead of the thread.
+//! `wait::Waiting` decides, slept on tokio's timer instead of the thread,
+//! for both generators.
 
 use std::time::Duration;
 
 use tokio::time::sleep;
 
-use super::IdBatch;
-use super::atomic::Generator;
-use super::wait::{self, Mode, Reserve, Waiting};
+use super::CellGenerator;
+use super::batch::IdBatch;
+use super::cell::StateCell;
+use super::core::Core;
+use super::wait::{LONGEST_SLEEP, Mode, Waiting};
 use crate::GenerateError;
 use crate::clock::Clock;
 use crate::id::Id;
@@ -17,9 +20,9 @@ use crate::id::Id;
 const MIN_PAUSE: Duration = Duration::from_millis(1);
 
 /// Reserves up to `n` IDs, sleeping on the runtime's timer through the stalls
-/// `mode` waits for: the blocking `wait::wait`, with the runtime's sleep.
-async fn reserve_batch<R: Reserve + Sync + ?Sized>(
-    r: &R,
+/// `mode` waits for: the blocking `Core::wait`, with the runtime's sleep.
+async fn reserve_batch<C: Clock, S: StateCell>(
+    core: &Core<C, S>,
     n: usize,
     mode: Mode,
 ) -> Result<IdBatch, GenerateError> {
@@ -27,26 +30,26 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
         return Ok(IdBatch::empty());
     }
     let n = n as u64;
-    let mut stall = match r.poll(n) {
-        Ok(step) => return Ok(wait::batch(r.plan(), step)),
+    let mut stall = match core.poll(n) {
+        Ok(step) => return Ok(core.batch(step)),
         Err(stall) => stall,
     };
-    wait::note_stall(r, stall);
+    core.note_stall(stall);
     let mut waiting = Waiting::new(mode);
     let outcome = loop {
         // In slices, as the blocking wait does: a pause worked out from a
         // clock far behind ends soon after the clock is corrected.
-        let pause = match waiting.pause(r, stall) {
+        let pause = match waiting.pause(core.plan(), core.telemetry(), stall) {
             Ok(pause) => pause,
             Err(e) => break Err(e),
         };
-        sleep(pause.clamp(MIN_PAUSE, wait::LONGEST_SLEEP)).await;
-        match r.poll(n) {
-            Ok(step) => break Ok(wait::batch(r.plan(), step)),
+        sleep(pause.clamp(MIN_PAUSE, LONGEST_SLEEP)).await;
+        match core.poll(n) {
+            Ok(step) => break Ok(core.batch(step)),
             Err(next) => stall = next,
         }
     };
-    waiting.finish(r);
+    waiting.finish(core.telemetry());
     outcome
 }
 
@@ -58,16 +61,16 @@ async fn reserve_batch<R: Reserve + Sync + ?Sized>(
 /// timer, so the executor's thread runs other tasks meanwhile. It needs a
 /// tokio runtime with the time driver enabled (`#[tokio::main]` has it).
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-impl<C: Clock> Generator<C> {
-    /// [`next_id`](Generator::next_id) without blocking the executor: waits
+impl<C: Clock, S: StateCell> CellGenerator<C, S> {
+    /// [`next_id`](Self::next_id) without blocking the executor: waits
     /// for the next tick when this one is used up, for the clock under
     /// `OnClockBehind::Wait`, for a reservation to be saved or storage to
     /// recover, and for a node-id lease to be renewed.
     ///
     /// # Panics
     ///
-    /// As [`next_id`](Generator::next_id): only where
-    /// [`try_next_id_async`](Generator::try_next_id_async) would return an
+    /// As [`next_id`](Self::next_id): only where
+    /// [`try_next_id_async`](Self::try_next_id_async) would return an
     /// error. Also panics outside a tokio runtime with timers enabled, if it
     /// has to wait.
     ///
@@ -86,12 +89,12 @@ impl<C: Clock> Generator<C> {
         self.next_ids_async(1).await.first_id()
     }
 
-    /// [`try_next_id`](Generator::try_next_id) without blocking the executor:
+    /// [`try_next_id`](Self::try_next_id) without blocking the executor:
     /// waits as the policies say, reports what they report.
     ///
     /// # Errors
     ///
-    /// As [`try_next_id`](Generator::try_next_id):
+    /// As [`try_next_id`](Self::try_next_id):
     /// [`GenerateError::SequenceExhausted`] under `OnExhausted::Error`,
     /// [`GenerateError::ClockBehind`] under `OnClockBehind::Error` or when
     /// `OnClockBehind::Wait` runs out, [`GenerateError::Expired`],
@@ -123,13 +126,13 @@ impl<C: Clock> Generator<C> {
             .map(|batch| batch.first_id())
     }
 
-    /// [`next_ids`](Generator::next_ids) without blocking the executor: up to
-    /// `n` consecutive IDs (at least one, at most the rest of the tick) for
-    /// one compare-and-swap.
+    /// [`next_ids`](Self::next_ids) without blocking the executor: up to
+    /// `n` consecutive IDs (at least one, at most the rest of the tick) in
+    /// one step (one compare-and-swap for the lock-free generator).
     ///
     /// # Panics
     ///
-    /// As [`next_id_async`](Generator::next_id_async).
+    /// As [`next_id_async`](Self::next_id_async).
     ///
     /// ```
     /// use flakeid::{Generator, Layout};
@@ -152,11 +155,11 @@ impl<C: Clock> Generator<C> {
         }
     }
 
-    /// [`try_next_ids`](Generator::try_next_ids) without blocking the executor.
+    /// [`try_next_ids`](Self::try_next_ids) without blocking the executor.
     ///
     /// # Errors
     ///
-    /// As [`try_next_id_async`](Generator::try_next_id_async).
+    /// As [`try_next_id_async`](Self::try_next_id_async).
     ///
     /// ```
     /// use flakeid::{Generator, Layout};
@@ -182,6 +185,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::fence::{Fence, Grant};
+    use crate::generator::Generator;
     use crate::layout::Layout;
 
     const T: u64 = 1_700_000_000_000;

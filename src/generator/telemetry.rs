@@ -1,9 +1,11 @@
-//! Counters a service can export. Off unless the builder turns them on, so they
-//! add no shared write to the hot path by default.
+//! What a generator tells the outside besides IDs: the counters a service
+//! can export ([`Stats`]) and the event hook, held together as [`Telemetry`].
+//! Both are off unless the builder turns them on, so by default they add no
+//! shared write to the hot path.
 
 use crossbeam_utils::CachePadded;
 
-use super::plan::{Event, Step};
+use super::plan::{Step, StepKind};
 use crate::events::Events;
 use crate::primitive::{AtomicU64, Ordering};
 
@@ -43,12 +45,12 @@ pub struct Stats {
     pub lost_races: u64,
 }
 
-/// The live counters, and the event hook: what a step or a stall is told
+/// The live counters and the event hook: what a step or a stall is told
 /// to. A generator has them only if counting is on or a hook is set, so
 /// without either its hot path tests one `None`. `issued` is on the hot path,
 /// so it has a cache line of its own; the rest change only on slow paths.
 #[derive(Debug, Default)]
-pub(crate) struct Counters {
+pub(crate) struct Telemetry {
     /// Whether the counts are kept ([`Builder::counters`](crate::Builder::counters)).
     counting: bool,
     pub(crate) events: Events,
@@ -60,14 +62,14 @@ pub(crate) struct Counters {
     lost_races: AtomicU64,
 }
 
-impl Counters {
+impl Telemetry {
     /// `None` when there is nothing to count or tell.
-    pub(crate) fn new(counting: bool, events: Events) -> Option<Box<Counters>> {
+    pub(crate) fn new(counting: bool, events: Events) -> Option<Box<Telemetry>> {
         (counting || events.is_on()).then(|| {
-            Box::new(Counters {
+            Box::new(Telemetry {
                 counting,
                 events,
-                ..Counters::default()
+                ..Telemetry::default()
             })
         })
     }
@@ -83,15 +85,15 @@ impl Counters {
             return;
         }
         self.issued.fetch_add(step.count, Ordering::Relaxed);
-        match step.event {
-            Event::Plain => {}
-            Event::Borrowed => {
+        match step.kind {
+            StepKind::Plain => {}
+            StepKind::Borrowed => {
                 self.borrowed_ticks.fetch_add(1, Ordering::Relaxed);
             }
-            Event::Behind => {
+            StepKind::Behind => {
                 self.clock_behind.fetch_add(1, Ordering::Relaxed);
             }
-            Event::Bumped { behind } => {
+            StepKind::Bumped { behind } => {
                 if behind {
                     self.clock_behind.fetch_add(1, Ordering::Relaxed);
                 }
