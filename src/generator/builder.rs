@@ -6,12 +6,12 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::BuildError;
 use super::plan::{Plan, PlanConfig};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::{Generator, MutexGenerator};
 use crate::FieldError;
 use crate::clock::{Clock, MonotonicClock};
+use crate::error::BuildError;
 use crate::events::{EventHook, Events};
 use crate::fence::{Fence, Keeper};
 use crate::layout::Layout;

@@ -31,10 +31,10 @@ mod fenced_tests;
 
 use std::fmt;
 
+pub(crate) use crate::error::GenerateError;
 pub use batch::IdBatch;
 pub use builder::Builder;
 pub use cell::{AtomicCell, LockedCell, StateCell};
-pub(crate) use crate::error::GenerateError;
 pub use health::Health;
 pub use policy::{OnClockBehind, OnExhausted};
 pub use telemetry::Stats;
