@@ -144,11 +144,13 @@ pub struct Config {
     /// `skew`, alternately ahead and behind (0: none).
     pub skew_every: usize,
     pub skew: Duration,
-    /// Injected in turn (each round of them shuffled), until `faults` or
-    /// `duration` runs out.
+    /// Injected in turn (each round of them shuffled) until at least
+    /// `faults` were and at least `duration` passed, but no longer than
+    /// `max_duration` (each fault is bounded in time, so a run is too).
     pub kinds: Vec<FaultKind>,
     pub faults: usize,
     pub duration: Duration,
+    pub max_duration: Duration,
     pub pause_for: Duration,
     pub kill_for: Duration,
     pub isolate_for: Duration,
@@ -166,11 +168,15 @@ pub struct Config {
     pub dir: PathBuf,
     /// Prints each fault as it is injected.
     pub verbose: bool,
+    /// Starts etcd with `--pre-vote` (off by default in etcd 3.4): a member
+    /// cut off then does not disrupt the leader when it comes back.
+    pub etcd_pre_vote: bool,
 }
 
 impl Config {
     /// The short run of CI: each kind of fault once on the leader and
-    /// once on a follower, or so, in about a minute and a half.
+    /// once on a follower, or so, in about a minute and a half (at most
+    /// two and a half).
     pub fn short(store: StoreKind, worker_exe: PathBuf, dir: PathBuf) -> Config {
         let kinds = vec![
             FaultKind::Member(Action::Pause, Role::Leader),
@@ -192,7 +198,8 @@ impl Config {
             skew: Duration::from_millis(1_500),
             faults: kinds.len(),
             kinds,
-            duration: Duration::from_secs(110),
+            duration: Duration::ZERO,
+            max_duration: Duration::from_secs(150),
             pause_for: Duration::from_secs(4),
             kill_for: Duration::from_secs(3),
             isolate_for: Duration::from_secs(4),
@@ -203,16 +210,19 @@ impl Config {
             worker_exe,
             dir,
             verbose: false,
+            etcd_pre_vote: false,
         }
     }
 
     /// The long run: every kind, on every role, with the issue's
-    /// durations (a 6 s pause, 4 s down, 8 s cut off).
+    /// durations (a 6 s pause, 4 s down, 8 s cut off), at least 200 faults
+    /// and 30 minutes.
     pub fn long(store: StoreKind, worker_exe: PathBuf, dir: PathBuf) -> Config {
         Config {
             kinds: FaultKind::all(store),
-            faults: 240,
-            duration: Duration::from_secs(40 * 60),
+            faults: 200,
+            duration: Duration::from_secs(30 * 60),
+            max_duration: Duration::from_secs(60 * 60),
             lifetime: (Duration::from_secs(20), Duration::from_secs(90)),
             pause_for: Duration::from_secs(6),
             kill_for: Duration::from_secs(4),
@@ -269,13 +279,21 @@ pub struct Cluster {
 impl Cluster {
     /// Starts the store's cluster on loopback addresses of this run's own.
     pub fn start(store: StoreKind) -> Cluster {
+        Cluster::start_with(store, false)
+    }
+
+    /// [`Cluster::start`], etcd with `--pre-vote` if asked.
+    pub fn start_with(store: StoreKind, etcd_pre_vote: bool) -> Cluster {
         let addrs = loopback_block();
         let mut firewall = Firewall::install();
         for &a in &addrs {
             firewall.track(flakeid_test_servers::ident_of(a));
         }
         let (etcd, redis) = match store {
-            StoreKind::Etcd => (Some(EtcdCluster::start(&addrs, 3)), None),
+            StoreKind::Etcd => {
+                let extra: &[&str] = if etcd_pre_vote { &["--pre-vote"] } else { &[] };
+                (Some(EtcdCluster::start_with(&addrs, 3, extra)), None)
+            }
             StoreKind::Redis => (None, Some(RedisSentinel::start(&addrs))),
         };
         let mut cluster = Cluster {
@@ -769,7 +787,7 @@ impl Runner {
     /// Starts the cluster and the first workers.
     pub fn new(config: Config) -> Runner {
         std::fs::create_dir_all(&config.dir).unwrap();
-        let cluster = Cluster::start(config.store);
+        let cluster = Cluster::start_with(config.store, config.etcd_pre_vote);
         let fleet = Fleet::new(&config.dir, &config.worker_exe);
         let faults = BufWriter::new(File::create(faults_path(&config.dir)).unwrap());
         let prefix = flakeid_test_servers::unique_prefix("faults");
@@ -1001,10 +1019,11 @@ pub fn run(config: Config) -> Report {
     r.hold(Duration::from_secs(3));
     let begun = Instant::now();
     let mut round: Vec<FaultKind> = Vec::new();
-    for _ in 0..r.config.faults {
-        if begun.elapsed() >= r.config.duration {
-            break;
-        }
+    let mut injected = 0;
+    while (injected < r.config.faults || begun.elapsed() < r.config.duration)
+        && begun.elapsed() < r.config.max_duration
+    {
+        injected += 1;
         if round.is_empty() {
             round = r.config.kinds.clone();
             // Fisher-Yates, seeded.

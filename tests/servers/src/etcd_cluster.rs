@@ -30,6 +30,12 @@ impl EtcdCluster {
     ///
     /// If etcd is missing or the cluster is not healthy within a minute.
     pub fn start(addrs: &[Ipv4Addr], n: usize) -> EtcdCluster {
+        EtcdCluster::start_with(addrs, n, &[])
+    }
+
+    /// [`EtcdCluster::start`] with more flags for every member (say
+    /// `--pre-vote`).
+    pub fn start_with(addrs: &[Ipv4Addr], n: usize, extra: &[&str]) -> EtcdCluster {
         assert!(addrs.len() >= n, "{n} members need {n} addresses");
         let dir = ScratchDir::new("etcd-cluster");
         let token = dir.0.file_name().unwrap().to_string_lossy().into_owned();
@@ -73,6 +79,7 @@ impl EtcdCluster {
                     &ELECTION_MS.to_string(),
                 ]
                 .iter()
+                .chain(extra)
                 .map(OsString::from)
                 .collect();
                 let log = dir.0.join(format!("{}.log", name(i)));

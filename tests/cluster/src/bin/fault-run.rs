@@ -15,10 +15,14 @@ use std::time::Duration;
 use flakeid_fault_tests::run::{Config, RedisUrl, StoreKind, run, sibling_worker};
 
 const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--faults 200] \
-    [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn] [--dir DIR]\n\
+    [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn|sentinel] \
+    [--etcd-pre-vote] [--dir DIR]\n\
     \n\
-    --redis-url: the primary when the run started, for every worker (default), or the \
-    primary the sentinels name when each worker starts\n\
+    Runs until at least --faults faults were injected and at least --minutes passed (each \
+    fault is bounded in time; the run stops after twice the minutes regardless).\n\
+    --redis-url: the primary when the run started, for every worker (default); the \
+    primary the sentinels name when each worker starts; or the sentinels themselves\n\
+    --etcd-pre-vote: start etcd with --pre-vote (off by default in etcd 3.4)\n\
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";
 
 fn main() {
@@ -27,7 +31,16 @@ fn main() {
     let (mut minutes, mut faults, mut seed, mut workers, mut ttl_ms) =
         (30u64, 200usize, 1u64, 5usize, 3_000u64);
     let (mut redis_url, mut dir) = (RedisUrl::Initial, None);
+    let mut pre_vote = false;
     while let Some(flag) = args.next() {
+        if flag == "--help" || flag == "-h" {
+            println!("{USAGE}");
+            return;
+        }
+        if flag == "--etcd-pre-vote" {
+            pre_vote = true;
+            continue;
+        }
         let value = args
             .next()
             .unwrap_or_else(|| fail(&format!("{flag} needs a value")));
@@ -53,6 +66,7 @@ fn main() {
                 redis_url = match value.as_str() {
                     "initial" => RedisUrl::Initial,
                     "at-spawn" => RedisUrl::AtSpawn,
+                    "sentinel" => RedisUrl::Sentinel,
                     _ => fail(&format!("unknown --redis-url {value}")),
                 }
             }
@@ -69,6 +83,8 @@ fn main() {
     });
     let mut config = Config::long(store, sibling_worker(), dir.clone());
     config.duration = Duration::from_secs(minutes * 60);
+    config.max_duration = config.duration * 2;
+    config.etcd_pre_vote = pre_vote;
     config.faults = faults;
     config.seed = seed;
     config.workers = workers;
