@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -769,6 +770,11 @@ impl Drop for Fleet {
 
 // --- the nemesis -----------------------------------------------------------
 
+/// Set (by `fault-run`'s signal handler) when the run is to stop early: the
+/// runner then panics at its next step, so that every worker and member
+/// is killed and every firewall rule removed on the way out.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// A run in progress: the cluster, the workers, the faults so far.
 pub struct Runner {
     pub config: Config,
@@ -845,7 +851,15 @@ impl Runner {
     }
 
     /// Reaps exited workers and starts replacements.
+    ///
+    /// # Panics
+    ///
+    /// When [`INTERRUPTED`] is set.
     pub fn tick(&mut self) {
+        assert!(
+            !INTERRUPTED.load(Ordering::Relaxed),
+            "interrupted: cleaning up"
+        );
         self.fleet.reap();
         while self.fleet.running() < self.config.workers {
             self.spawn_regular();
@@ -1011,10 +1025,10 @@ pub fn run(config: Config) -> Report {
         r.config.ttl
     ));
     let ids = NODE_IDS.count();
-    let ready = r.wait(Duration::from_secs(60), |r| {
+    let ready = r.wait(Duration::from_secs(120), |r| {
         r.fleet.views().iter().filter(|v| v.issuing()).count() >= ids.min(r.config.workers)
     });
-    assert!(ready, "the workers did not get their node ids within 60 s");
+    assert!(ready, "the workers did not get their node ids within 120 s");
     r.say("every node id is held; a quiet baseline, then the faults");
     r.hold(Duration::from_secs(3));
     let begun = Instant::now();

@@ -28,7 +28,7 @@ impl EtcdCluster {
     ///
     /// # Panics
     ///
-    /// If etcd is missing or the cluster is not healthy within a minute.
+    /// If etcd is missing or the cluster is not healthy within two minutes.
     pub fn start(addrs: &[Ipv4Addr], n: usize) -> EtcdCluster {
         EtcdCluster::start_with(addrs, n, &[])
     }
@@ -94,14 +94,14 @@ impl EtcdCluster {
         for m in &mut cluster.members {
             m.spawn();
         }
-        if !cluster.wait_healthy(Duration::from_secs(60)) {
+        if !cluster.wait_healthy(Duration::from_secs(120)) {
             let logs: Vec<String> = cluster
                 .members
                 .iter()
                 .map(|m| format!("--- {}\n{}", m.name, m.log_tail()))
                 .collect();
             panic!(
-                "the etcd cluster is not healthy after 60 s:\n{}",
+                "the etcd cluster is not healthy after 120 s:\n{}",
                 logs.join("\n")
             );
         }

@@ -200,8 +200,9 @@ impl Drop for Member {
     }
 }
 
-/// Kills the cluster members, and removes the scratch directories, that
-/// runs killed before they could clean up (SIGKILL, a CI timeout) left:
+/// Kills the cluster members, and removes the scratch directories (and
+/// libfaketime's shared memory), that runs killed before they could clean
+/// up (SIGKILL, a CI timeout) left:
 /// a member is a process running with one of our group ids (see
 /// [`ident_of`]) whose command line or working directory names a scratch
 /// directory of a process that no longer exists.
@@ -236,6 +237,22 @@ pub fn sweep_stale_members() {
         {
             eprintln!("killing process {pid}, a cluster member left by run {owner}");
             signal(pid, libc::SIGKILL);
+        }
+    }
+    // libfaketime's shared memory, left by skewed generators that were
+    // killed: `faketime_shm_<pid>`, `sem.faketime_sem_<pid>`.
+    if let Ok(entries) = std::fs::read_dir("/dev/shm") {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("faketime_shm_")
+                .or_else(|| name.strip_prefix("sem.faketime_sem_"));
+            if let Some(pid) = pid
+                && pid.bytes().all(|b| b.is_ascii_digit())
+                && dead(pid)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
     for base in [PathBuf::from("/dev/shm"), std::env::temp_dir()] {

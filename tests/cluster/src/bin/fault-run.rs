@@ -12,7 +12,28 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use flakeid_fault_tests::run::{Config, RedisUrl, StoreKind, run, sibling_worker};
+use std::sync::atomic::Ordering;
+
+use flakeid_fault_tests::run::{Config, INTERRUPTED, RedisUrl, StoreKind, run, sibling_worker};
+
+/// SIGINT, SIGTERM, SIGHUP: the runner stops at its next step and cleans
+/// up (workers, members, firewall rules) instead of leaving them behind.
+extern "C" fn interrupted(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            libc::signal(
+                signal,
+                interrupted as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
 
 const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--faults 200] \
     [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn|sentinel] \
@@ -26,6 +47,7 @@ const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--fault
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";
 
 fn main() {
+    catch_signals();
     let mut args = std::env::args().skip(1);
     let mut store = None;
     let (mut minutes, mut faults, mut seed, mut workers, mut ttl_ms) =
