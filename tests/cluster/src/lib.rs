@@ -30,6 +30,7 @@
 //! only the connections made to it, not the ones it dials.
 
 pub mod check;
+pub mod history;
 pub mod record;
 pub mod run;
 pub mod worker;

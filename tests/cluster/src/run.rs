@@ -382,6 +382,11 @@ impl Cluster {
         }
     }
 
+    /// etcd's history of every key ([`EtcdCluster::history`]).
+    pub fn etcd_history(&self) -> Option<String> {
+        self.etcd.as_ref()?.history()
+    }
+
     /// The etcd endpoint of member `i`.
     pub fn etcd_endpoint(&self, i: usize) -> String {
         self.etcd.as_ref().expect("an etcd cluster").endpoint(i)
@@ -1005,11 +1010,15 @@ impl Runner {
         self.hold(self.config.gap);
     }
 
-    /// Stops every worker and the nemesis; the records are complete after.
+    /// Stops every worker and the nemesis; the records are complete after
+    /// (with etcd's history of every key, `etcd-history`).
     pub fn finish(&mut self) {
         self.cluster.heal_all();
         self.fleet.stop_all(Duration::from_secs(20));
         self.faults.flush().unwrap();
+        if let Some(history) = self.cluster.etcd_history() {
+            std::fs::write(self.config.dir.join("etcd-history"), history).unwrap();
+        }
     }
 }
 

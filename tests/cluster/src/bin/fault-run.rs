@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use std::sync::atomic::Ordering;
 
-use flakeid_fault_tests::run::{Config, INTERRUPTED, RedisUrl, StoreKind, run, sibling_worker};
+use flakeid_fault_tests::run::{
+    Config, FaultKind, INTERRUPTED, RedisUrl, StoreKind, run, sibling_worker,
+};
 
 /// SIGINT, SIGTERM, SIGHUP: the runner stops at its next step and cleans
 /// up (workers, members, firewall rules) instead of leaving them behind.
@@ -37,13 +39,14 @@ fn catch_signals() {
 
 const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--faults 200] \
     [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn|sentinel] \
-    [--etcd-pre-vote] [--dir DIR]\n\
+    [--etcd-pre-vote] [--kinds 'pause leader,kill leader'] [--dir DIR]\n\
     \n\
     Runs until at least --faults faults were injected and at least --minutes passed (each \
     fault is bounded in time; the run stops after twice the minutes regardless).\n\
     --redis-url: the primary when the run started, for every worker (default); the \
     primary the sentinels name when each worker starts; or the sentinels themselves\n\
     --etcd-pre-vote: start etcd with --pre-vote (off by default in etcd 3.4)\n\
+    --kinds: only these faults (default: every kind; names as the report prints them)\n\
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";
 
 fn main() {
@@ -52,7 +55,7 @@ fn main() {
     let mut store = None;
     let (mut minutes, mut faults, mut seed, mut workers, mut ttl_ms) =
         (30u64, 200usize, 1u64, 5usize, 3_000u64);
-    let (mut redis_url, mut dir) = (RedisUrl::Initial, None);
+    let (mut redis_url, mut dir, mut kinds) = (RedisUrl::Initial, None, None::<String>);
     let mut pre_vote = false;
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
@@ -93,6 +96,7 @@ fn main() {
                 }
             }
             "--dir" => dir = Some(PathBuf::from(value)),
+            "--kinds" => kinds = Some(value),
             _ => fail(&format!("unknown flag {flag}")),
         }
     }
@@ -107,6 +111,18 @@ fn main() {
     config.duration = Duration::from_secs(minutes * 60);
     config.max_duration = config.duration * 2;
     config.etcd_pre_vote = pre_vote;
+    if let Some(kinds) = kinds {
+        let all = FaultKind::all(store);
+        config.kinds = kinds
+            .split(',')
+            .map(|name| {
+                let name = name.trim();
+                *all.iter()
+                    .find(|k| k.name(store) == name)
+                    .unwrap_or_else(|| fail(&format!("unknown fault kind {name:?}")))
+            })
+            .collect();
+    }
     config.faults = faults;
     config.seed = seed;
     config.workers = workers;
