@@ -42,7 +42,8 @@ const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--fault
     [--etcd-pre-vote] [--kinds 'pause leader,kill leader'] [--dir DIR]\n\
     \n\
     Runs until at least --faults faults were injected and at least --minutes passed (each \
-    fault is bounded in time; the run stops after twice the minutes regardless).\n\
+    fault is bounded in time; the run stops after twice the minutes, or an hour if that is \
+    longer, regardless).\n\
     --redis-url: the primary when the run started, for every worker (default); the \
     primary the sentinels name when each worker starts; or the sentinels themselves\n\
     --etcd-pre-vote: start etcd with --pre-vote (off by default in etcd 3.4)\n\
@@ -109,7 +110,7 @@ fn main() {
     });
     let mut config = Config::long(store, sibling_worker(), dir.clone());
     config.duration = Duration::from_secs(minutes * 60);
-    config.max_duration = config.duration * 2;
+    config.max_duration = (config.duration * 2).max(Duration::from_secs(60 * 60));
     config.etcd_pre_vote = pre_vote;
     if let Some(kinds) = kinds {
         let all = FaultKind::all(store);
