@@ -17,7 +17,9 @@
 //!   call, against one timed 2 ms after the previous call (a steady-state
 //!   call that enters a new tick: the slow path, with one precise read), and
 //!   the cost of one precise read (`MonotonicClock::now_ms` without a cached
-//!   reading) to express the difference in.
+//!   reading) to express the difference in. Then the call after the first,
+//!   made as the next millisecond begins: the one that wakes a resting
+//!   refresh thread.
 //! - **Burst after idle**: the IDs a loop gets in its first 2 ms after 300 ms
 //!   without a call, against the same loop right after another.
 //!
@@ -210,20 +212,39 @@ fn precise_read_ns() -> f64 {
     spread(&mut runs).0
 }
 
+/// One `next_id`, timed, as soon as the clock's millisecond after `ms`
+/// begins: the first call of a millisecond that follows one with a call.
+fn timed_in_next_ms(generator: &Generator, ms: u64) -> f64 {
+    // A clock without a cached reading: reading it asks the refresh thread
+    // for nothing.
+    let clock = MonotonicClock::thread_free();
+    while clock.now_ms() <= ms {
+        std::hint::spin_loop();
+    }
+    let start = Instant::now();
+    black_box(generator.next_id());
+    start.elapsed().as_nanos() as f64
+}
+
 fn first_after_idle(generator: &Generator) {
     let precise = precise_read_ns();
-    // Warm: the code and the generator in cache, the thread serving.
+    let clock = MonotonicClock::thread_free();
+    // Warm: the code and the generator in cache.
     for _ in 0..20 {
         timed_after(generator, Duration::from_millis(2));
     }
     let mut steady: Vec<f64> = (0..300)
         .map(|_| timed_after(generator, Duration::from_millis(2)))
         .collect();
-    let mut after_idle: Vec<f64> = (0..40)
-        .map(|_| timed_after(generator, Duration::from_millis(300)))
-        .collect();
+    let (mut after_idle, mut next_ms): (Vec<f64>, Vec<f64>) = (0..40)
+        .map(|_| {
+            let first = timed_after(generator, Duration::from_millis(300));
+            (first, timed_in_next_ms(generator, clock.now_ms()))
+        })
+        .unzip();
     let (s50, s10, s90) = spread(&mut steady);
     let (i50, i10, i90) = spread(&mut after_idle);
+    let (n50, n10, n90) = spread(&mut next_ms);
     println!("first ID after idle (one precise read: {precise:.1} ns):");
     println!(
         "  2 ms after the last call: median {s50:.0} ns (p10 {s10:.0}, p90 {s90:.0}), 300 calls"
@@ -235,6 +256,9 @@ fn first_after_idle(generator: &Generator) {
         "  difference of medians: {:.0} ns = {:.1} precise reads",
         i50 - s50,
         (i50 - s50) / precise
+    );
+    println!(
+        "  the call after it, first in the next ms: median {n50:.0} ns (p10 {n10:.0}, p90 {n90:.0}), 40 calls"
     );
 }
 
