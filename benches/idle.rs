@@ -36,6 +36,19 @@
 //!
 //! The difference of the main thread's totals, over 1,000,000, is the
 //! instructions per ID (the program's start cancels out).
+//!
+//! `--calls N` makes N calls of each kind the timings above make, each kind
+//! from a function of its own (`hot_2ms_after`, `hot_300ms_after`,
+//! `hot_next_ms`), for their instructions per call (user space only: a
+//! system call's time in the kernel is not counted):
+//!
+//! ```text
+//! valgrind --tool=callgrind --separate-threads=yes <bench binary> --calls 20
+//! callgrind_annotate --inclusive=yes callgrind.out.<pid>-01 | grep hot_
+//! ```
+//!
+//! `--precise N` takes N precise readings (`hot_precise`), for the
+//! instructions of one.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -47,12 +60,21 @@ const THREAD_NAME: &str = "flakeid-clock";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(at) = args.iter().position(|a| a == "--loop") {
-        let n = args
-            .get(at + 1)
-            .and_then(|n| n.parse().ok())
-            .expect("--loop takes a number of IDs");
+    let count = |flag: &str| -> Option<u64> {
+        let at = args.iter().position(|a| a == flag)?;
+        let n = args.get(at + 1).and_then(|n| n.parse().ok());
+        Some(n.unwrap_or_else(|| panic!("{flag} takes a count")))
+    };
+    if let Some(n) = count("--loop") {
         id_loop(n);
+        return;
+    }
+    if let Some(n) = count("--calls") {
+        spaced_calls(n);
+        return;
+    }
+    if let Some(n) = count("--precise") {
+        precise_reads(n);
         return;
     }
     if !cfg!(target_os = "linux") {
@@ -92,6 +114,61 @@ fn id_loop(n: u64) {
         all ^= black_box(hot_next(&generator));
     }
     println!("{n} IDs, xor {all:#x}");
+}
+
+#[inline(never)]
+fn hot_precise(clock: &MonotonicClock) -> u64 {
+    clock.now_ms()
+}
+
+/// For callgrind: `n` precise readings (`hot_precise`), on a clock without
+/// a cached reading.
+fn precise_reads(n: u64) {
+    let clock = MonotonicClock::thread_free();
+    let mut all = 0;
+    for _ in 0..n {
+        all ^= black_box(hot_precise(&clock));
+    }
+    println!("{n} precise readings ({clock:?}), xor {all:#x}");
+}
+
+#[inline(never)]
+fn hot_2ms_after(generator: &Generator) -> u64 {
+    generator.next_id().to_u64()
+}
+
+#[inline(never)]
+fn hot_300ms_after(generator: &Generator) -> u64 {
+    generator.next_id().to_u64()
+}
+
+#[inline(never)]
+fn hot_next_ms(generator: &Generator) -> u64 {
+    generator.next_id().to_u64()
+}
+
+/// For callgrind, one function per kind of call: `n` calls 2 ms after the
+/// previous one (`hot_2ms_after`), then `n` times a call 300 ms after the
+/// previous one (`hot_300ms_after`) followed by one as the next millisecond
+/// begins (`hot_next_ms`).
+fn spaced_calls(n: u64) {
+    let generator = default_generator();
+    let clock = MonotonicClock::thread_free();
+    let mut all = 0;
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_millis(2));
+        all ^= black_box(hot_2ms_after(&generator));
+    }
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_millis(300));
+        all ^= black_box(hot_300ms_after(&generator));
+        let ms = clock.now_ms();
+        while clock.now_ms() <= ms {
+            std::hint::spin_loop();
+        }
+        all ^= black_box(hot_next_ms(&generator));
+    }
+    println!("{n} calls of each kind, xor {all:#x}");
 }
 
 /// What the kernel counts for one thread.
