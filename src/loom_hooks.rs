@@ -13,5 +13,7 @@
 mod fence;
 mod persist;
 
+// The refresh thread's rest and wake-up, as the crate runs it.
+pub use crate::clock::{RESTING, Served};
 pub use fence::{Fence, Grant};
 pub use persist::{MemoryStore, PersistBug};

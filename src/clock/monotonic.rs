@@ -393,17 +393,18 @@ const REFRESH_MARGIN_NS: u64 = 10_000;
 impl<W: Clock> Clock for MonotonicClock<W> {
     /// The precise reading. On a clock with a cached reading it also tells
     /// the refresh thread that the cached reading is in use, raises the
-    /// cached reading to it, and wakes the thread if it rests.
+    /// cached reading to it, and wakes the thread if it rests; and it never
+    /// returns less than the cached reading.
     ///
     /// Always inlined: out of line, the call and the registers it saves
     /// cost a generator's slow path more than the note itself.
     #[inline(always)]
     fn now_ms(&self) -> u64 {
         let ms = self.shared.now_ms();
-        if let Some(refresh) = &self.refresh {
-            refresh.read(ms);
+        match &self.refresh {
+            Some(refresh) => refresh.read(ms),
+            None => ms,
         }
-        ms
     }
 
     /// The cached reading: one load. `None` for a clock without one

@@ -141,11 +141,12 @@ pub(super) enum Refresh {}
 
 impl Refresh {
     /// After a precise reading of `ms` by a clock holding this claim: notes
-    /// it, raises the cached reading, and wakes the thread if it rests.
+    /// it, raises the cached reading, and wakes the thread if it rests;
+    /// returns the reading to use ([`Served::read`]).
     #[inline]
-    pub(super) fn read(&self, ms: u64) {
+    pub(super) fn read(&self, ms: u64) -> u64 {
         #[cfg(not(flakeid_loom))]
-        self.0.served.read(ms, || self.0.unpark());
+        return self.0.served.read(ms, || self.0.unpark());
         #[cfg(flakeid_loom)]
         {
             let _ = ms;

@@ -17,19 +17,27 @@
 //! The rule that keeps an ID's timestamp from lagging: *the cached reading is
 //! a real reading only while the thread refreshes it, or has been woken to*.
 //!
-//! - Only the thread sets [`RESTING`], and it parks after (`rest`).
+//! - Only the thread sets [`RESTING`], and it parks after
+//!   ([`refreshed`](Served::refreshed)).
 //! - A reading turns from [`RESTING`] into a real one in two ways only: the
 //!   thread's own refresh, while it runs; and a reader's (or a new clock's)
 //!   compare-and-swap from [`RESTING`], whose winner then wakes the thread.
 //! - Every other write raises the reading with `fetch_max`, which leaves
 //!   [`RESTING`] (`u64::MAX`) as it is: a reader that saw a real reading and
-//!   raises it just as the thread rests changes nothing.
+//!   raises it just as the thread rests changes nothing. Every write is a
+//!   read-modify-write, so the raises and the rest fall in one order.
 //!
-//! So a lost wake-up would need a real reading with the thread parked and
-//! no wake-up on its way, and no interleaving makes one
-//! (`loom-tests/tests/idle_refresh.rs` explores them). Were one lost, the
-//! cost would be the age of the cached reading, never a wrong ID: a stale
-//! reading only continues the tick it names, as when the thread stalls.
+//! A lost wake-up comes in two kinds, and neither makes a wrong ID:
+//!
+//! - The thread rests while calls go on and nobody wakes it: the reading
+//!   stays [`RESTING`], and every call reads the precise clock. That costs
+//!   speed only. The wake-up rule makes it last a millisecond at most.
+//! - A real reading left with the thread parked: IDs would carry that
+//!   millisecond until its tick's sequence ran out, as when the thread
+//!   stalls (unique and ordered still, but lagging). The rule above
+//!   excludes it; `loom-tests/tests/idle_refresh.rs` explores the
+//!   interleavings, and catches a raise by load and store that would make
+//!   one.
 //!
 //! The notes of demand are hints, not part of the rule: a note that comes
 //! too late only lets the thread rest a refresh early, or wakes it a call
@@ -98,18 +106,30 @@ impl Served {
     /// `ms` in place of [`RESTING`] and calls `wake` (which unparks the
     /// thread), once for all the readers that find it so.
     ///
+    /// Returns the reading to use: `ms`, or the cached reading if that is
+    /// higher. The caller may have seen the cached reading just before (a
+    /// generator's fast path does), and the cached reading is a word of its
+    /// own, apart from the clock's highest reading; this keeps a precise
+    /// reading from falling below it however the two words' writes reach
+    /// this thread.
+    ///
     /// On the slow path only, never on the fast one. Inline, two relaxed
     /// loads and three compares: the case of a thread that is awake, has
     /// been told since it last looked, and serves this millisecond already
     /// (under load, every precise reading but about one per millisecond).
     #[inline]
-    pub fn read(&self, ms: u64, wake: impl FnOnce()) {
+    pub fn read(&self, ms: u64, wake: impl FnOnce()) -> u64 {
         let asked = self.asked.load(Ordering::Relaxed);
         let served = self.reading.load(Ordering::Relaxed);
         if asked != 0 && ms <= served && served != RESTING {
-            return;
+            return served;
         }
         self.note(ms, asked, served, wake);
+        if served == RESTING {
+            ms
+        } else {
+            ms.max(served)
+        }
     }
 
     /// The rest of [`read`](Served::read), out of line: the note, the
@@ -189,7 +209,11 @@ impl Served {
             return false;
         }
         *quiet_since = None;
-        self.reading.store(RESTING, Ordering::Relaxed);
+        // A swap, not a store: with every write to the reading a
+        // read-modify-write, a reader's raise falls wholly before the rest
+        // (and is overwritten) or after it (and leaves RESTING alone). loom
+        // orders a plain store against a concurrent one less strictly.
+        self.reading.swap(RESTING, Ordering::Relaxed);
         // Notes from readers that saw a real reading are spent.
         self.asked.store(0, Ordering::Relaxed);
         true
