@@ -19,7 +19,11 @@
 //!   the cost of one precise read (`MonotonicClock::now_ms` without a cached
 //!   reading) to express the difference in. Then the call after the first,
 //!   made as the next millisecond begins: the one that wakes a resting
-//!   refresh thread.
+//!   refresh thread. Last, the first call after 300 ms again, while another
+//!   thread takes a precise reading (asking the refresh thread for nothing)
+//!   every millisecond: what is left of the difference when the clock's
+//!   memory and code stay in cache, as a refresh thread that never rests
+//!   keeps them.
 //! - **Burst after idle**: the IDs a loop gets in its first 2 ms after 300 ms
 //!   without a call, against the same loop right after another.
 //!
@@ -330,9 +334,28 @@ fn first_after_idle(generator: &Generator) {
             (first, timed_in_next_ms(generator, clock.now_ms()))
         })
         .unzip();
+    // The same pause with a thread that takes a precise reading every
+    // millisecond meanwhile, on a clock without a cached reading (so the
+    // refresh thread still rests): the clock's memory and code stay in
+    // cache, as a refresh thread that never rests keeps them.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut warm: Vec<f64> = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                black_box(clock.now_ms());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let warm = (0..40)
+            .map(|_| timed_after(generator, Duration::from_millis(300)))
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        warm
+    });
     let (s50, s10, s90) = spread(&mut steady);
     let (i50, i10, i90) = spread(&mut after_idle);
     let (n50, n10, n90) = spread(&mut next_ms);
+    let (w50, w10, w90) = spread(&mut warm);
     println!("first ID after idle (one precise read: {precise:.1} ns):");
     println!(
         "  2 ms after the last call: median {s50:.0} ns (p10 {s10:.0}, p90 {s90:.0}), 300 calls"
@@ -347,6 +370,9 @@ fn first_after_idle(generator: &Generator) {
     );
     println!(
         "  the call after it, first in the next ms: median {n50:.0} ns (p10 {n10:.0}, p90 {n90:.0}), 40 calls"
+    );
+    println!(
+        "  300 ms after the last call, the clock kept in cache meanwhile: median {w50:.0} ns (p10 {w10:.0}, p90 {w90:.0}), 40 calls"
     );
 }
 
