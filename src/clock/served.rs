@@ -94,7 +94,7 @@ impl Served {
         &self.reading
     }
 
-    /// The cached reading now ([`RESTING`] while the thread rests).
+    /// The cached reading as it stands ([`RESTING`] while the thread rests).
     pub fn load(&self) -> u64 {
         self.reading.load(Ordering::Relaxed)
     }
