@@ -15,6 +15,8 @@ mod fence;
 mod generator;
 mod persist;
 
+// The refresh thread's rest and wake-up, as the crate runs it.
+pub use crate::clock::{RESTING, Served};
 pub use fence::{Fence, Grant};
 pub use generator::Broken;
 pub use persist::{MemoryStore, PersistBug};

@@ -1,6 +1,7 @@
 //! Where generators get the time: the [`Clock`] trait, the wall clock and a
-//! settable clock here; the default [`MonotonicClock`], its refresh thread
-//! and its time source in files of their own.
+//! settable clock here; the default [`MonotonicClock`], its refresh thread,
+//! the cached reading that thread serves and its time source in files of
+//! their own.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,9 +11,13 @@ use crate::primitive::{AtomicU64, Ordering};
 
 mod monotonic;
 mod refresh;
+mod served;
 mod source;
 
 pub use monotonic::MonotonicClock;
+// The loom models drive the refresh thread's handshake directly.
+#[cfg(flakeid_loom)]
+pub use served::{RESTING, Served};
 pub(crate) use source::Source;
 
 /// The generator's only source of time, so tests and simulations can inject one.
@@ -51,6 +56,12 @@ pub trait Clock: Send + Sync {
     /// less: a value `now_ms` returned at some moment before this call (a
     /// cached one), or `None` if the clock has no cheaper reading. By
     /// default, `now_ms` itself.
+    ///
+    /// A clock whose cached reading is not being kept fresh for a while may
+    /// return `u64::MAX` instead (as [`MonotonicClock`] does while its
+    /// refresh thread rests): a layout's timestamps end within `u64`
+    /// milliseconds, so that value names no tick, and a generator reads
+    /// `now_ms`.
     ///
     /// A generator reads it on its fast path and uses it only to continue
     /// the tick it names, which is valid whenever the reading was taken;

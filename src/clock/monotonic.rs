@@ -29,12 +29,13 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// - [`now_ms`](Clock::now_ms), the precise reading: the TSC, scaled and
 ///   anchored (about 10 ns here, more in some virtual machines).
 /// - [`recent_ms`](Clock::recent_ms), the cached reading: one load of the
-///   highest precise reading returned so far (under 1 ns). A thread, named
+///   highest precise reading served so far (under 1 ns). A thread, named
 ///   `flakeid-clock`, takes a precise reading just after each millisecond
 ///   begins, so the cached one is at most that thread's wake-up delay old
 ///   (typically under 0.1 ms; more while a busy machine keeps the thread
 ///   waiting). Any precise reading, such as a generator's when it enters a
-///   new tick, refreshes it too.
+///   new tick, refreshes it too. While the thread rests (below) the cached
+///   reading is `u64::MAX`, which names no tick.
 ///
 /// A [`Generator`](crate::Generator) reads the cached value on its fast path
 /// and only to continue the tick it names; it reads the precise clock to
@@ -42,7 +43,9 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// behind its state, and at a lease's or a reservation's ceiling. So:
 ///
 /// - an ID's timestamp lags the time of its call by at most the cached
-///   reading's age: one refresh period (the wake-up delay above);
+///   reading's age: one refresh period (the wake-up delay above). While the
+///   thread rests nothing lags: the first call after a pause finds no tick
+///   in the cached reading, and reads the precise clock;
 /// - it never leads the clock by more than the lead allowance
 ///   ([`OnExhausted::Borrow`](crate::OnExhausted::Borrow)), and never goes
 ///   back (the generator's state, not the clock, orders IDs);
@@ -56,11 +59,30 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 ///
 /// [`MonotonicClock::new`] shares one clock per process, and its clones
 /// share it too: one anchor, one thread. The thread starts with the first
-/// such clock, parks (using no CPU) while none exists, and wakes about 1,000
-/// times a second while one does. [`MonotonicClock::thread_free`] is the
-/// same clock without the cached reading, for processes that must not start
-/// a thread: every call then reads the TSC. If the thread cannot be spawned,
-/// `new` returns such a clock.
+/// such clock and parks (using no CPU) while none exists. While one does, it
+/// wakes about 1,000 times a second as long as the cached reading is in use,
+/// and rests otherwise:
+///
+/// - A generator reads the precise clock at least once per tick it issues
+///   IDs in (to enter it), so a precise reading through a clock with the
+///   cached reading is what keeps the thread awake.
+/// - After 100 ms without one, the thread rests: parked, no wake-ups, no
+///   CPU, and the cached reading set to `u64::MAX`.
+/// - Every call while it rests therefore takes the generator's slow path,
+///   as the first call in any new tick does: it reads the precise clock,
+///   and its ID carries the current time. The first call after a pause
+///   costs what it would with the thread awake (it enters a new tick).
+/// - A lone call, or calls within one millisecond, leave the thread
+///   resting. The first call in the millisecond after one with a call (the
+///   calls go on) serves its reading as the cached one and wakes the thread:
+///   one `unpark`, a system call of a few microseconds (several in a virtual
+///   machine), once per burst. The calls after it take the fast path again.
+/// - A new clock ([`MonotonicClock::new`], not a clone) wakes the thread too.
+///
+/// [`MonotonicClock::thread_free`] is the same clock without the cached
+/// reading, for processes that must not start a thread: every call then
+/// reads the TSC. If the thread cannot be spawned, `new` returns such a
+/// clock.
 ///
 /// # Where it reads the time
 ///
@@ -117,11 +139,12 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 /// [`Instant`]: std::time::Instant
 pub struct MonotonicClock<W: Clock = SystemClock> {
     shared: Arc<Anchored<W>>,
-    /// The cached reading [`Clock::recent_ms`] serves (the clock's highest
-    /// reading), or `None` for a precise one.
+    /// The cached reading [`Clock::recent_ms`] serves (the refresh thread's,
+    /// or in tests the clock's highest reading), or `None` for a precise one.
     cached: Option<LastMs>,
-    /// Keeps the process's refresh thread running while this clock lives.
-    _refresh: Option<Refresh>,
+    /// The claim on the process's refresh thread that keeps it running while
+    /// this clock lives, and through which precise readings wake it.
+    refresh: Option<Refresh>,
 }
 
 /// The anchored TSC clock itself, shared by the clones of a
@@ -138,16 +161,16 @@ struct Anchored<W> {
     anchor_ms: AtomicU64,
     /// Slow-elapsed ms at which a reading next consults the wall clock.
     next_check_ms: AtomicU64,
-    /// The highest reading returned: a lower one returns this instead. The
-    /// cached reading, on a line of its own: read by every fast path,
-    /// written once per millisecond, when a reading first passes it.
+    /// The highest reading returned: a lower one returns this instead. On a
+    /// line of its own: written once per millisecond, when a reading first
+    /// passes it.
     last_ms: LastMs,
     check_every_ms: u64,
     wall: W,
 }
 
-/// Where a clock keeps its highest reading, shared with the clocks that
-/// serve it as their cached reading.
+/// A reading in a word of its own, shared: a clock's highest reading, or the
+/// cached reading the refresh thread serves.
 type LastMs = Arc<CachePadded<AtomicU64>>;
 
 impl MonotonicClock {
@@ -165,15 +188,8 @@ impl MonotonicClock {
     /// ```
     pub fn new() -> MonotonicClock {
         #[cfg(not(flakeid_loom))]
-        {
-            let process = process();
-            if let Some(refresh) = process.register() {
-                return MonotonicClock {
-                    shared: process.clock.clone(),
-                    cached: Some(process.clock.last_ms.clone()),
-                    _refresh: Some(refresh),
-                };
-            }
+        if let Some(clock) = process().cached_clock() {
+            return clock;
         }
         MonotonicClock::thread_free()
     }
@@ -209,7 +225,7 @@ impl MonotonicClock {
         MonotonicClock {
             shared,
             cached: None,
-            _refresh: None,
+            refresh: None,
         }
     }
 }
@@ -243,7 +259,7 @@ impl<W: Clock> MonotonicClock<W> {
                 Duration::from_secs(1),
             )),
             cached: None,
-            _refresh: None,
+            refresh: None,
         }
     }
 }
@@ -258,7 +274,7 @@ impl<W: Clock> MonotonicClock<W> {
         MonotonicClock {
             cached: cached.then(|| shared.last_ms.clone()),
             shared,
-            _refresh: None,
+            refresh: None,
         }
     }
 }
@@ -352,18 +368,21 @@ impl<W: Clock> Anchored<W> {
         anchor.saturating_add(elapsed)
     }
 
-    /// Takes a precise reading (which refreshes the cached one) and returns
-    /// how long until the clock's next millisecond begins, plus a margin so
-    /// the next refresh lands inside it.
+    /// Takes a precise reading and returns it with how long until the
+    /// clock's next millisecond begins, plus a margin so the next refresh
+    /// lands inside it.
     #[cfg_attr(flakeid_loom, allow(dead_code))]
-    fn refresh(&self) -> Duration {
+    fn refresh(&self) -> (u64, Duration) {
         let counter = self.source.raw();
-        self.at(counter);
+        let ms = self.at(counter);
         // The fraction of the current (slow) millisecond already gone.
         let gone = self.elapsed(counter) as u64;
         let left_ns = ((u128::from(u64::MAX - gone) * 1_000_000) >> 64) as u64;
         // A slow millisecond lasts 1024/1023 of a real one.
-        Duration::from_nanos(left_ns + left_ns / 1023 + REFRESH_MARGIN_NS)
+        (
+            ms,
+            Duration::from_nanos(left_ns + left_ns / 1023 + REFRESH_MARGIN_NS),
+        )
     }
 }
 
@@ -372,13 +391,25 @@ impl<W: Clock> Anchored<W> {
 const REFRESH_MARGIN_NS: u64 = 10_000;
 
 impl<W: Clock> Clock for MonotonicClock<W> {
-    #[inline]
+    /// The precise reading. On a clock with a cached reading it also tells
+    /// the refresh thread that the cached reading is in use, raises the
+    /// cached reading to it, and wakes the thread if it rests; and it never
+    /// returns less than the cached reading.
+    ///
+    /// Always inlined: out of line, the call and the registers it saves
+    /// cost a generator's slow path more than the note itself.
+    #[inline(always)]
     fn now_ms(&self) -> u64 {
-        self.shared.now_ms()
+        let ms = self.shared.now_ms();
+        match &self.refresh {
+            Some(refresh) => refresh.read(ms),
+            None => ms,
+        }
     }
 
     /// The cached reading: one load. `None` for a clock without one
-    /// ([`MonotonicClock::thread_free`], [`MonotonicClock::with_wall`]).
+    /// ([`MonotonicClock::thread_free`], [`MonotonicClock::with_wall`]);
+    /// `u64::MAX`, which names no tick, while the refresh thread rests.
     #[inline]
     fn recent_ms(&self) -> Option<u64> {
         self.cached
@@ -394,7 +425,7 @@ impl<W: Clock> Clone for MonotonicClock<W> {
         MonotonicClock {
             shared: self.shared.clone(),
             cached: self.cached.clone(),
-            _refresh: self._refresh.clone(),
+            refresh: self.refresh.clone(),
         }
     }
 }
@@ -434,11 +465,18 @@ fn process() -> &'static Process {
 
 #[cfg(not(flakeid_loom))]
 impl Process {
-    /// Counts one more clock that wants the cached reading fresh, starting or
-    /// waking the thread, which refreshes this process's clock; `None` if
-    /// there is no thread.
-    fn register(&'static self) -> Option<Refresh> {
-        self.refresh.register(move || self.clock.refresh())
+    /// A clock with the cached reading: counts one more clock that wants it
+    /// fresh, starting or waking the thread, which refreshes it from this
+    /// process's clock; `None` if there is no thread.
+    fn cached_clock(&'static self) -> Option<MonotonicClock> {
+        let refresh = self
+            .refresh
+            .register(self.clock.now_ms(), move || self.clock.refresh())?;
+        Some(MonotonicClock {
+            shared: self.clock.clone(),
+            cached: Some(self.refresh.served().reading().clone()),
+            refresh: Some(refresh),
+        })
     }
 }
 
@@ -446,6 +484,7 @@ impl Process {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::clock::served::RESTING;
 
     const T0: u64 = 1_700_000_000_000;
 
@@ -632,11 +671,7 @@ mod tests {
             )),
             refresh: RefreshThread::new(),
         }));
-        let clock = || MonotonicClock {
-            shared: process.clock.clone(),
-            cached: Some(process.clock.last_ms.clone()),
-            _refresh: Some(process.register().expect("a refresh thread")),
-        };
+        let clock = || process.cached_clock().expect("a refresh thread");
         let first = clock();
         let start = first.recent_ms().unwrap();
         mock.increment(Duration::from_millis(50));
@@ -656,11 +691,62 @@ mod tests {
     }
 
     #[test]
+    fn the_refresh_thread_rests_while_nothing_reads_the_precise_clock_and_the_next_call_reads_it() {
+        let (source, mock) = quanta::Clock::mock();
+        // A process of the test's own, its thread resting after 20 ms.
+        let process: &'static Process = Box::leak(Box::new(Process {
+            clock: Arc::new(Anchored::new(
+                Source::Counter(source),
+                SystemClock,
+                Duration::from_secs(3_600),
+            )),
+            refresh: RefreshThread::resting_after(20),
+        }));
+        let clock = process.cached_clock().expect("a refresh thread");
+        // Sonyflake's 10 ms ticks: a cached reading that named the state's
+        // tick would continue it on the fast path.
+        let layout = crate::Layout::sonyflake();
+        let generator = crate::Generator::builder(layout.clone())
+            .node_id(1)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let tick = |id| layout.decode(id).unwrap().timestamp();
+        let first = tick(generator.next_id());
+        // 30 ms of the clock without a precise reading: the thread rests, and
+        // the cached reading names no tick.
+        mock.increment(Duration::from_millis(30));
+        until_cached(&clock, RESTING);
+        // While it rests, nothing refreshes the cached reading.
+        mock.increment(Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(clock.recent_ms(), Some(RESTING));
+        // The first call after the pause reads the precise clock: its ID
+        // carries the current time, not the tick of the last refresh.
+        let now = process.clock.now_ms();
+        let after = tick(generator.next_id());
+        assert_eq!(after, layout.timestamp_at(now).unwrap());
+        assert!(after >= first + 500, "{first} then {after}");
+        // A lone call leaves the thread resting (every call reads the
+        // precise clock, nothing lags)...
+        assert_eq!(clock.recent_ms(), Some(RESTING));
+        // ...calls that go on into the next millisecond wake it: that
+        // reading is served at once, and the thread refreshes again.
+        while process.clock.now_ms() == now {
+            mock.increment(Duration::from_micros(100));
+        }
+        generator.next_id();
+        assert_eq!(clock.recent_ms(), Some(now + 1));
+        mock.increment(Duration::from_millis(5));
+        until_cached(&clock, process.clock.now_ms());
+    }
+
+    #[test]
     fn refresh_aims_just_past_the_next_millisecond() {
         let (clock, mock, _wall) = mocked();
         // 0.4 ms into a (slow) millisecond: about 0.6 ms to go, plus the margin.
         mock.increment(Duration::from_micros(400));
-        let left = clock.shared.refresh();
+        let (_, left) = clock.shared.refresh();
         assert!(
             (Duration::from_micros(600)..Duration::from_micros(620)).contains(&left),
             "{left:?}"

@@ -1,11 +1,14 @@
 //! The refresh thread: one per process, named `flakeid-clock`, that keeps a
-//! clock's cached reading fresh while some clock wants it and parks (using
-//! no CPU) while none does. What it does on each wake-up, and how long it
-//! then sleeps, is the clock's business ([`MonotonicClock`](super::MonotonicClock)
-//! hands it a function); this file holds only the thread's life: started
-//! once, counted claims on it, parked and woken.
+//! clock's cached reading fresh while the cached reading is in use, rests
+//! (parked, using no CPU) while no clock reads the precise clock, and parks
+//! while no clock wants it at all. What it does on each wake-up, and how long
+//! it then sleeps, is the clock's business ([`MonotonicClock`](super::MonotonicClock)
+//! hands it a function); when it rests and who wakes it is [`Served`]'s;
+//! this file holds the thread's life: started once, counted claims on it,
+//! parked and woken.
 //!
-//! Under loom there is no such thread: statics would outlive a model.
+//! Under loom there is no such thread: statics would outlive a model. The
+//! loom models drive [`Served`] itself.
 
 #[cfg(not(flakeid_loom))]
 use std::sync::OnceLock;
@@ -13,34 +16,61 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 #[cfg(not(flakeid_loom))]
+use super::served::Served;
+#[cfg(not(flakeid_loom))]
 use crate::primitive::process;
 
-/// The thread and the number of clocks that want it running.
+/// Milliseconds with no precise reading asked for, after which the thread
+/// rests. Longer than a tick of any common layout (Sonyflake's is 10 ms),
+/// so a generator under load, which reads the precise clock once per tick,
+/// keeps it awake; short enough that a pause between bursts costs the
+/// thread about 100 wake-ups, not one per millisecond.
+#[cfg(not(flakeid_loom))]
+const REST_AFTER_MS: u64 = 100;
+
+/// The thread, the number of clocks that want it running, and the reading
+/// it serves them.
 #[cfg(not(flakeid_loom))]
 pub(super) struct RefreshThread {
     /// Clocks that want the cached reading fresh; the thread parks at 0.
     users: process::AtomicUsize,
     /// The refresh thread, once started (`None` if it could not be).
     thread: OnceLock<Option<std::thread::Thread>>,
+    /// The cached reading, and when the thread rests.
+    served: Served,
 }
 
 #[cfg(not(flakeid_loom))]
 impl RefreshThread {
     /// No thread yet, and no clock that wants one.
-    pub(super) const fn new() -> RefreshThread {
+    pub(super) fn new() -> RefreshThread {
+        RefreshThread::resting_after(REST_AFTER_MS)
+    }
+
+    /// [`new`](RefreshThread::new), the thread resting after `ms` without a
+    /// precise reading asked for instead of [`REST_AFTER_MS`].
+    pub(super) fn resting_after(ms: u64) -> RefreshThread {
         RefreshThread {
             users: process::AtomicUsize::new(0),
             thread: OnceLock::new(),
+            served: Served::new(ms),
         }
     }
 
-    /// Counts one more clock that wants the cached reading fresh, starting or
-    /// waking the thread; `None` if there is no thread. The first call
-    /// starts it, running `refresh` (which takes a precise reading and says
-    /// how long to sleep before the next) each time it wakes.
+    /// The cached reading the thread serves.
+    pub(super) fn served(&self) -> &Served {
+        &self.served
+    }
+
+    /// Counts one more clock that wants the cached reading fresh, serving it
+    /// `ms` (a precise reading just taken) and starting or waking the
+    /// thread; `None` if there is no thread. The first call starts it,
+    /// running `refresh` (which takes a precise reading, and says how long
+    /// to sleep before the next) each time it wakes.
     pub(super) fn register(
         &'static self,
-        refresh: impl Fn() -> Duration + Send + 'static,
+        ms: u64,
+        refresh: impl Fn() -> (u64, Duration) + Send + 'static,
     ) -> Option<Refresh> {
         let thread = self.thread.get_or_init(|| {
             std::thread::Builder::new()
@@ -50,23 +80,46 @@ impl RefreshThread {
                 .map(|handle| handle.thread().clone())
         });
         let thread = thread.as_ref()?;
-        if self.users.fetch_add(1, process::Ordering::AcqRel) == 0 {
+        let first = self.users.fetch_add(1, process::Ordering::AcqRel) == 0;
+        // A new clock is about to be read: its cached reading is a real one
+        // from the start, and the thread refreshes it.
+        if self.served.wake_now(ms) || first {
             thread.unpark();
         }
         Some(Refresh(self))
     }
 
     /// The refresh thread: a precise reading just after each millisecond
-    /// begins while a clock wants one, parked otherwise.
-    fn run(&self, refresh: impl Fn() -> Duration) {
+    /// begins while the cached reading is in use; resting once no precise
+    /// reading was asked for in [`REST_AFTER_MS`], until a reader wakes it;
+    /// parked while no clock wants it.
+    fn run(&self, refresh: impl Fn() -> (u64, Duration)) {
+        let mut quiet_since = None;
         loop {
             if self.users.load(process::Ordering::Acquire) == 0 {
                 // A registration after this load unparks, and an unpark
                 // before the park makes it return at once: none is missed.
                 std::thread::park();
+                quiet_since = None;
                 continue;
             }
-            std::thread::park_timeout(refresh());
+            let (ms, sleep) = refresh();
+            if self.served.refreshed(ms, &mut quiet_since) {
+                // The reader that finds the reading resting unparks; an
+                // unpark before the park makes it return at once.
+                while self.served.is_resting() && self.users.load(process::Ordering::Acquire) > 0 {
+                    std::thread::park();
+                }
+                continue;
+            }
+            std::thread::park_timeout(sleep);
+        }
+    }
+
+    /// Wakes the thread (a reader found it resting).
+    fn unpark(&self) {
+        if let Some(Some(thread)) = self.thread.get() {
+            thread.unpark();
         }
     }
 
@@ -85,6 +138,22 @@ pub(super) struct Refresh(&'static RefreshThread);
 #[cfg(flakeid_loom)]
 #[derive(Clone)]
 pub(super) enum Refresh {}
+
+impl Refresh {
+    /// After a precise reading of `ms` by a clock holding this claim: notes
+    /// it, raises the cached reading, and wakes the thread if it rests;
+    /// returns the reading to use ([`Served::read`]).
+    #[inline]
+    pub(super) fn read(&self, ms: u64) -> u64 {
+        #[cfg(not(flakeid_loom))]
+        return self.0.served.read(ms, || self.0.unpark());
+        #[cfg(flakeid_loom)]
+        {
+            let _ = ms;
+            match *self {}
+        }
+    }
+}
 
 #[cfg(not(flakeid_loom))]
 impl Clone for Refresh {
