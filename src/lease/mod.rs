@@ -284,6 +284,8 @@ pub(crate) use terms::Terms;
 pub struct Lease {
     store: StoreConfig,
     terms: Terms,
+    /// [`Lease::wait_for_replicas`] (Redis only).
+    replicas: Option<u32>,
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -292,7 +294,7 @@ enum StoreConfig {
     #[cfg(feature = "etcd")]
     Etcd(Vec<String>),
     #[cfg(feature = "redis")]
-    Redis(String),
+    Redis(redis::Target),
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -340,13 +342,105 @@ impl Lease {
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis(url: impl Into<String>) -> Lease {
-        Lease::new(StoreConfig::Redis(url.into()))
+        Lease::new(StoreConfig::Redis(redis::Target::Server(url.into())))
+    }
+
+    /// Leases node ids from the Redis primary that the sentinels at
+    /// `sentinels` (`redis://[user:password@]host:port`, or `host:port`)
+    /// name for `master`, and follows it through failovers.
+    ///
+    /// `master` is the name the sentinels monitor, or a URL whose host is
+    /// that name and whose credentials and database are the data nodes'
+    /// (`redis://:s3cret@orders/2`); the credentials in a sentinel's URL
+    /// are that sentinel's. Each request of the keeper, finding the primary
+    /// included, ends within the request timeout: a sentinel or a primary
+    /// that stops answering costs a share of it, and the next sentinel is
+    /// asked. The primary found must answer `ROLE` as a primary; a primary
+    /// that is demoted, refuses writes or loses its replicas sends the
+    /// keeper back to the sentinels.
+    ///
+    /// A failover can lose writes the old primary acknowledged, so this
+    /// lease adds two rules to the single server's (the [module
+    /// docs](self#redis-with-sentinel) say what they cost): each claim and
+    /// renewal counts only once a replica has acknowledged it
+    /// ([`wait_for_replicas`](Lease::wait_for_replicas), default 1), and in
+    /// the first TTL after a failover (or a restart of the primary) a claim
+    /// waits until that TTL is over before its generator issues
+    /// ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)). Needs Redis 4
+    /// or later.
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    ///
+    /// let lease = Lease::redis_sentinel(
+    ///     ["redis://sentinel-0:26379", "sentinel-1:26379", "sentinel-2:26379"],
+    ///     "redis://:s3cret@orders/0", // the master's name, with the data nodes' password
+    /// );
+    /// // Errors and `Debug` name the master and the sentinels, no password.
+    /// let shown = format!("{lease:?}");
+    /// assert!(shown.contains("redis sentinel orders via sentinel-0:26379,"));
+    /// assert!(!shown.contains("s3cret"));
+    /// ```
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub fn redis_sentinel<I, S>(sentinels: I, master: impl Into<String>) -> Lease
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Lease::new(StoreConfig::Redis(redis::Target::Sentinel(
+            sentinels.into_iter().map(Into::into).collect(),
+            master.into(),
+        )))
+    }
+
+    /// How many replicas must acknowledge each claim and renewal before it
+    /// counts (Redis' `WAIT`, in the same round trip; Redis leases only).
+    /// Default 1 for [`redis_sentinel`](Lease::redis_sentinel), 0 (no
+    /// `WAIT`) for [`redis`](Lease::redis).
+    ///
+    /// What a fence relies on is then on `n` replicas, and a primary that
+    /// has lost them (one deposed in a failover, still answering) extends
+    /// nobody's fence. For that, `n` replicas plus the primary must be a
+    /// majority of the data nodes (1 of 2 replicas; 2 of 3 or 4), so that a
+    /// deposed primary and its successor cannot both have them. The cost: a
+    /// primary with fewer than `n` replicas online acknowledges nothing, and
+    /// its generators fence. With one replica, a failover leaves the new
+    /// primary none until the old one rejoins it: run two replicas. 0 turns
+    /// `WAIT` off, and leaves a deposed primary that keeps its clients (a
+    /// partition) free to extend their fences while the new primary's
+    /// generators issue.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A primary and four replicas: two acknowledge, so three of five agree.
+    /// let lease = Lease::redis_sentinel(["sentinel-0:26379"], "orders").wait_for_replicas(2);
+    /// # let _ = lease;
+    /// # #[cfg(feature = "etcd")]
+    /// # {
+    /// let err = Generator::builder(Layout::twitter())
+    ///     .lease(Lease::etcd(["http://etcd:2379"]).wait_for_replicas(1))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// # }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub fn wait_for_replicas(mut self, n: u32) -> Self {
+        self.replicas = Some(n);
+        self
     }
 
     fn new(store: StoreConfig) -> Lease {
         Lease {
             store,
             terms: Terms::default(),
+            replicas: None,
         }
     }
 
@@ -573,12 +667,25 @@ impl Lease {
             #[cfg(feature = "etcd")]
             StoreConfig::Etcd(endpoints) => format!("etcd {}", endpoints.join(",")),
             #[cfg(feature = "redis")]
-            StoreConfig::Redis(url) => format!("redis {}", mask_password(url)),
+            StoreConfig::Redis(redis::Target::Server(url)) => {
+                format!("redis {}", mask_password(url))
+            }
+            #[cfg(feature = "redis")]
+            StoreConfig::Redis(redis::Target::Sentinel(sentinels, master)) => {
+                let addrs: Vec<String> = sentinels.iter().map(|s| host_of(s)).collect();
+                format!("redis sentinel {} via {}", host_of(master), addrs.join(","))
+            }
         }
     }
 
     /// Checks the lease against the generator's layout and time lead.
     fn settings(&self, layout: &Layout, lead: Duration) -> Result<Settings, LeaseError> {
+        #[cfg(feature = "etcd")]
+        if let (StoreConfig::Etcd(_), Some(_)) = (&self.store, self.replicas) {
+            return Err(LeaseError::Config {
+                reason: "wait_for_replicas applies to Redis leases, not etcd".into(),
+            });
+        }
         self.terms.settings(layout, lead, self.server())
     }
 }
@@ -595,6 +702,7 @@ impl fmt::Debug for Lease {
             .field("node_ids", &self.terms.node_ids)
             .field("rotate_after_rollback", &self.terms.rotate_after)
             .field("max_mark_ahead", &self.terms.max_mark_ahead)
+            .field("wait_for_replicas", &self.replicas)
             .finish()
     }
 }
@@ -612,6 +720,18 @@ fn mask_password(url: &str) -> String {
         }
         None => url.into(),
     }
+}
+
+/// The host (or, for a bare name, the name) and port of a Redis URL,
+/// without scheme, credentials or database: `redis://:pw@cache:6379/2` is
+/// `cache:6379`, `orders` is `orders`.
+#[cfg(feature = "redis")]
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    rest.split_once('/')
+        .map_or(rest, |(host, _)| host)
+        .to_owned()
 }
 
 /// A token no other holder has: the process, the time, and a random seed.
@@ -654,9 +774,12 @@ pub(crate) fn start(
             Ok(Box::new(keeper::start(make, settings, fence)?))
         }
         #[cfg(feature = "redis")]
-        StoreConfig::Redis(url) => {
-            let url = url.clone();
-            let make = move |s: &Settings| redis::RedisStore::new(&url, &prefix, s, token);
+        StoreConfig::Redis(target) => {
+            let config = redis::RedisConfig {
+                target: target.clone(),
+                acks: lease.replicas,
+            };
+            let make = move |s: &Settings| redis::RedisStore::new(&config, &prefix, s, token);
             Ok(Box::new(keeper::start(make, settings, fence)?))
         }
     }
