@@ -359,6 +359,15 @@ impl<S: Store> Run<S> {
         self.held.as_ref().map(|h| h.claim.node)
     }
 
+    /// The claim held, by its handle (the memory store's tell claims
+    /// apart), and whether it waits to open the fence (the epoch rule).
+    #[cfg(test)]
+    pub(crate) fn held_claim(&self) -> Option<(i64, bool)> {
+        self.held
+            .as_ref()
+            .map(|h| (h.claim.handle, h.waiting.is_some()))
+    }
+
     /// The free node ids the last claim skipped for their marks.
     #[cfg(test)]
     pub(crate) fn skipped(&self) -> &Skipped {

@@ -132,6 +132,12 @@ end
 return {'', '', '', string.format('%d', count), wait, unpack(skipped)}
 ";
 
+/// ARGV: prefix, ttl ms, the replicas an epoch needs. The epoch rule alone:
+/// the wait a claim would have now.
+const TOUCH: &str = r"
+return epoch_wait(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+";
+
 /// KEYS: node key, mark key. ARGV: token, ttl ms, ceiling ms. 1 if renewed,
 /// 0 if the node key is not this holder's.
 const RENEW: &str = r"
@@ -208,6 +214,7 @@ pub(crate) struct RedisStore {
     claim: Script,
     renew: Script,
     release: Script,
+    touch: Script,
 }
 
 impl RedisStore {
@@ -251,6 +258,7 @@ impl RedisStore {
             claim: Script::new(&format!("{LESS}{EPOCH}{CLAIM}")),
             renew: Script::new(&format!("{LESS}{RENEW}")),
             release: Script::new(&format!("{LESS}{RELEASE}")),
+            touch: Script::new(&format!("{EPOCH}{TOUCH}")),
         })
     }
 
@@ -293,6 +301,9 @@ impl RedisStore {
                     return Err(self.unreachable("find the primary", reason));
                 }
             });
+            if self.epoch {
+                self.touch_epoch(budget.saturating_sub(begun.elapsed()))?;
+            }
         }
         let left = budget.saturating_sub(begun.elapsed());
         let Some((connection, _)) = &mut self.connection else {
@@ -306,6 +317,31 @@ impl RedisStore {
         match timeouts.and_then(|()| run(connection, left)) {
             Ok(reply) => Ok(reply),
             Err(e) => Err(self.error(what, &e)),
+        }
+    }
+
+    /// Starts the epoch of the primary just reached if it is new to the
+    /// lease data and has its replicas (else a claim will), so that claims
+    /// after a failover wait from as early as they can.
+    fn touch_epoch(&mut self, left: Duration) -> Result<(), LeaseError> {
+        let Some((connection, _)) = &mut self.connection else {
+            return Ok(());
+        };
+        let left = left.max(Duration::from_millis(1));
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg(self.touch.get_hash())
+            .arg(0)
+            .arg(&self.prefix)
+            .arg(self.ttl_ms)
+            .arg(self.acks);
+        let touched = connection
+            .set_read_timeout(Some(left))
+            .and_then(|()| connection.set_write_timeout(Some(left)))
+            .and_then(|()| with_script(connection, &self.touch, |c| eval.query::<i64>(c)));
+        match touched {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some("FLAKEID_REPLICAS") => Ok(()),
+            Err(e) => Err(self.error("start the epoch", &e)),
         }
     }
 
