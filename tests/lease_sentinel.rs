@@ -444,46 +444,73 @@ fn a_sentinel_lease_claims_waits_out_a_new_epoch_and_issues() {
 
 /// A primary and two replicas: the primary paused past the sentinels'
 /// down-after, a replica promoted (the other made its replica): every
-/// generator issues again within one TTL and a second of the promotion.
+/// generator issues again within one TTL and a second of the promotion,
+/// as the sentinels announce it (they name the new primary once they
+/// reconfigure the other replica, about a second after the replica takes
+/// the role; its epoch starts only with that replica online). Generators
+/// with a 3 s TTL are renewed by the new primary before their deadline;
+/// those with a 1 s TTL lapse during the failover, claim again and wait
+/// out the new primary's epoch.
 #[test]
 fn after_a_failover_generators_issue_again_within_a_ttl_and_a_second() {
     let _serial = one_at_a_time();
     let mut d = Deployment::start(2);
-    let prefix = unique_prefix("failover");
-    let issuers: Vec<Issuer> = (0..3)
-        .map(|_| Issuer::build(d.lease(&prefix, TTL)).unwrap())
+    let short = Duration::from_secs(1);
+    let (kept, lapsed) = (unique_prefix("kept"), unique_prefix("lapsed"));
+    let issuers: Vec<(Duration, Issuer)> = [(TTL, &kept), (short, &lapsed)]
+        .into_iter()
+        .flat_map(|(ttl, prefix)| (0..2).map(move |_| (ttl, prefix.clone())))
+        .map(|(ttl, prefix)| (ttl, Issuer::build(d.lease(&prefix, ttl)).unwrap()))
         .collect();
     wait_for("every generator issuing", 3 * TTL, || {
-        issuers.iter().all(|i| i.count() > 0).then_some(())
+        issuers.iter().all(|(_, i)| i.count() > 0).then_some(())
     });
     let (new, paused, promoted) = d.fail_over(0);
     let named = wait_for("the sentinels naming it", Duration::from_secs(30), || {
         (d.named_primary() == Some(new)).then(Instant::now)
     });
     let mut again = Vec::new();
-    for (k, issuer) in issuers.iter().enumerate() {
+    for (k, (ttl, issuer)) in issuers.iter().enumerate() {
         let at = wait_for(
             &format!("generator {k} issuing after the promotion"),
             3 * TTL,
             || issuer.issued_after(promoted),
         );
-        again.push(at - promoted);
+        // Fenced since before the promotion, or not at all.
+        let fenced = issuer
+            .event(|e| matches!(e, Event::Fenced { .. }).then_some(()))
+            .is_some();
+        again.push((*ttl, fenced, at.saturating_duration_since(named)));
     }
     println!(
-        "promoted {:?} after the pause, named by the sentinels {:?} later; \
-         generators issued again {again:?} after the promotion",
+        "the replica took the role {:?} after the pause, the sentinels named it {:?} \
+         later; (TTL, fenced, issuing again after they named it): {again:?}",
         promoted - paused,
         named - promoted
     );
-    for (k, after) in again.iter().enumerate() {
+    for (k, &(ttl, _, after)) in again.iter().enumerate() {
         assert!(
-            *after <= TTL + Duration::from_secs(1),
-            "generator {k} issued again {after:?} after the promotion"
+            after <= ttl + Duration::from_secs(1),
+            "generator {k} (TTL {ttl:?}) issued again {after:?} after the promotion"
         );
     }
+    assert!(
+        again.iter().any(|&(ttl, fenced, _)| ttl == short && fenced),
+        "no generator lapsed: the epoch's wait was not tried"
+    );
     d.nodes[0].resume();
-    let issued: Vec<_> = issuers.into_iter().map(Issuer::stop).collect();
-    assert_no_overlap(&issued);
+    // Each prefix has node ids of its own.
+    let (mut kept_ids, mut lapsed_ids) = (Vec::new(), Vec::new());
+    for (ttl, issuer) in issuers {
+        let group = if ttl == short {
+            &mut lapsed_ids
+        } else {
+            &mut kept_ids
+        };
+        group.push(issuer.stop());
+    }
+    assert_no_overlap(&kept_ids);
+    assert_no_overlap(&lapsed_ids);
 }
 
 /// A claim the failover lost: `a` claims node 0 on the primary while its

@@ -169,9 +169,9 @@
 //! travels with the node id to whichever process claims it next. A process
 //! restarted with its clock set back starts after the mark of the node id it
 //! claims. The store must keep what it acknowledged: etcd does (Raft, fsync);
-//! run Redis with `appendonly yes` and `appendfsync always`, and note that a
-//! failover to an asynchronous replica can lose acknowledged writes (marks and
-//! claims alike); when that matters, use etcd.
+//! run Redis with `appendonly yes` and `appendfsync always`. A Redis failover
+//! can lose acknowledged writes (marks and claims alike): behind Sentinel,
+//! [the rules below](#redis-with-sentinel) keep node ids unique through it.
 //!
 //! **Errors.** All node ids held: `LeaseError::AllHeld { first, last }`. Server
 //! unreachable at start: `LeaseError::Unreachable` after
@@ -180,6 +180,84 @@
 //! refusing (authentication, read-only replica, ...): `LeaseError::Refused`.
 //! Building returns them inside `BuildError::Lease`; a running generator's keeper
 //! retries instead, fenced meanwhile.
+//!
+//! # Deployment
+//!
+//! The numbers behind this section (what each fault costs, as measured) are
+//! in the repository's `benches/results/lease.md`.
+//!
+//! ## etcd
+//!
+//! A cluster of 3 or 5 members; list every member's client URL in
+//! [`Lease::etcd`]. Uniqueness needs no more than etcd's own guarantees
+//! (linearizable transactions, leases a leader change only extends).
+//!
+//! ## Redis with Sentinel
+//!
+//! [`Lease::redis_sentinel`] with the sentinels' addresses and the master
+//! name: a primary, two replicas and three sentinels
+//! (`sentinel monitor <name> <host> <port> 2`), on separate machines. On the
+//! data nodes:
+//!
+//! ```text
+//! appendonly yes               # a restarted primary keeps what it acknowledged
+//! appendfsync always
+//! maxmemory-policy noeviction  # node keys, marks and the epoch are never evicted
+//! min-replicas-to-write 1      # optional: a primary cut off from its replicas
+//! min-replicas-max-lag 10      # refuses every client's writes within 10 s
+//! ```
+//!
+//! Replication is asynchronous: a failover can lose claims and marks the old
+//! primary acknowledged, and the old primary, back after a pause or cut off
+//! with clients of its own, answers as a primary until it is demoted. Two
+//! rules keep node ids unique through that:
+//!
+//! - **`WAIT`**: a claim or renewal counts only once
+//!   [`wait_for_replicas`](Lease::wait_for_replicas) replicas (default 1)
+//!   have acknowledged it. What a fence relies on is then on a replica, and a
+//!   primary without its replicas extends no fence. With those replicas and
+//!   the primary a majority of the data nodes, a deposed primary and its
+//!   successor cannot both acknowledge. (`min-replicas-to-write` bounds how
+//!   long a cut-off primary accepts anyone's writes; it cannot tell a client
+//!   which of its writes a replica has, so flakeid relies on `WAIT`.)
+//! - **The epoch** (the Chubby rule): a primary new to the lease data (a
+//!   promoted replica, a restarted primary) starts an epoch once it serves
+//!   with its replicas online, and a claim in an epoch's first TTL waits
+//!   out the rest of it before its generator issues
+//!   ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)), its fence closed
+//!   and its claim renewed. By then the lease of any holder an earlier
+//!   primary acknowledged has lapsed, whether its claim was lost or not. The
+//!   wait runs on the new primary's clock and then the claimer's monotonic
+//!   clock, the old holder's deadline on its own: only their rate error
+//!   remains, which the safety margin absorbs.
+//!
+//! What it costs and assumes:
+//!
+//! - A holder whose claim reached the promoted replica keeps its node id,
+//!   and its fence stays open if a renewal reaches the new primary before its
+//!   deadline. One that lapsed claims again and waits out the epoch: it issues
+//!   again within a TTL and a second of the promotion. So do generators built
+//!   in that TTL, and the first ones under a prefix on a fresh deployment
+//!   ([`build`](crate::Builder::build) returns with the fence closed;
+//!   `next_id` waits, `try_next_id` answers
+//!   [`Fenced`](crate::GenerateError::Fenced)).
+//! - With one replica, a promoted primary has none until the old one rejoins
+//!   as its replica, and nothing it acknowledges counts meanwhile: every
+//!   generator fences. Run two replicas.
+//! - `WAIT` adds a replica's acknowledgement to each claim and renewal (in the
+//!   same round trip as the script).
+//! - Marks a failover lost leave the next holder's floor below IDs its
+//!   predecessor may have issued; they then stay apart only if the two
+//!   holders' wall clocks agree within the safety margin less the lead
+//!   allowance (2 s at the defaults). Sentinel promotes the freshest replica
+//!   it reaches, which has every write `WAIT` confirmed: marks are lost only
+//!   when that replica is out of reach too.
+//! - Redis 4 or later (replication ids), scripts allowed to call `INFO` and
+//!   `TIME` (the default).
+//!
+//! [`Lease::redis`] (one server) keeps neither rule unless asked
+//! ([`wait_for_replicas`](Lease::wait_for_replicas)); it does not follow a
+//! failover.
 //!
 //! # Threads and blocking
 //!
