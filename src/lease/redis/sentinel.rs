@@ -7,8 +7,11 @@
 //! keeper for good. This follows the Sentinel client protocol with a share
 //! of the request's time for each step: ask a sentinel
 //! (`SENTINEL get-master-addr-by-name`), connect to the address it names,
-//! and confirm with `ROLE` that the server there is a primary; on any
-//! failure, the next sentinel.
+//! and confirm with `ROLE` that the server there is a primary; if it is
+//! not, or does not answer, the replicas the sentinel knows
+//! (`SENTINEL replicas`), in case one was promoted and the sentinels have
+//! not named it yet (they name it once they have reconfigured the other
+//! replicas, a second or more later); on any failure, the next sentinel.
 
 use std::time::{Duration, Instant};
 
@@ -86,7 +89,8 @@ impl Sentinels {
     /// A connection to the primary, confirmed by `ROLE`, and its address;
     /// within `budget` in all. The sentinels are asked in turn from the
     /// last that served, each with a share of the time left (one share is
-    /// kept for the primary it names).
+    /// kept for the servers it names: half for the primary, half for its
+    /// replicas, one of which may have been promoted already).
     pub(crate) fn primary(
         &mut self,
         budget: Duration,
@@ -103,9 +107,9 @@ impl Sentinels {
             }
             let shares = u32::try_from(count - k + 1).unwrap_or(u32::MAX);
             let (client, name) = &self.sentinels[i];
-            let addr = match ask(client, &self.master, left / shares) {
-                Ok(Some(addr)) => addr,
-                Ok(None) => {
+            let (named, replicas) = match ask(client, &self.master, left / shares) {
+                Ok((Some(named), replicas)) => (named, replicas),
+                Ok((None, _)) => {
                     failures.push(format!("sentinel {name} knows no master {}", self.master));
                     continue;
                 }
@@ -114,17 +118,30 @@ impl Sentinels {
                     continue;
                 }
             };
+            // This sentinel's share: half for the primary it names, the
+            // rest for its replicas, each in turn.
             let left = deadline.saturating_duration_since(Instant::now());
-            let shares = u32::try_from(count - k).unwrap_or(u32::MAX);
-            match self.confirm(&addr, left / shares) {
-                Ok(connection) => {
-                    self.first = i;
-                    return Ok((connection, format!("{}:{}", addr.0, addr.1)));
+            let share = left / u32::try_from(count - k).unwrap_or(u32::MAX);
+            let (for_named, each) = match u32::try_from(replicas.len()) {
+                Ok(0) => (share, Duration::ZERO),
+                Ok(n) => (share / 2, share / 2 / n),
+                Err(_) => (share / 2, Duration::ZERO),
+            };
+            let candidates = std::iter::once(&named).chain(&replicas);
+            for (j, addr) in candidates.enumerate() {
+                let timeout = if j == 0 { for_named } else { each };
+                match self.confirm(addr, timeout) {
+                    Ok(connection) => {
+                        self.first = i;
+                        return Ok((connection, format!("{}:{}", addr.0, addr.1)));
+                    }
+                    Err(e) if j == 0 => failures.push(format!(
+                        "{}:{} (named by sentinel {name}): {e}",
+                        addr.0, addr.1
+                    )),
+                    // A replica that is one: not worth a message each.
+                    Err(_) => {}
                 }
-                Err(e) => failures.push(format!(
-                    "{}:{} (named by sentinel {name}): {e}",
-                    addr.0, addr.1
-                )),
             }
         }
         Err(failures.join("; "))
@@ -163,12 +180,13 @@ impl Sentinels {
     }
 }
 
-/// Asks one sentinel for the primary's address, within `timeout`.
+/// Asks one sentinel for the primary's address and those of the replicas
+/// it sees up (neither down nor disconnected), within `timeout`.
 fn ask(
     client: &Client,
     master: &str,
     timeout: Duration,
-) -> redis::RedisResult<Option<(String, u16)>> {
+) -> redis::RedisResult<(Option<(String, u16)>, Vec<(String, u16)>)> {
     let begun = Instant::now();
     let mut connection = client.get_connection_with_timeout(at_least_1ms(timeout))?;
     let left = at_least_1ms(timeout.saturating_sub(begun.elapsed()));
@@ -179,16 +197,45 @@ fn ask(
         .arg(master)
         .query(&mut connection)?;
     let Some((host, port)) = reply else {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     };
-    let port = port.parse::<u16>().map_err(|_| {
+    let named = (host, parse_port(&port)?);
+    // Each replica: a flat list of field names and values.
+    let listed: Vec<Vec<String>> = redis::cmd("SENTINEL")
+        .arg("replicas")
+        .arg(master)
+        .query(&mut connection)
+        .unwrap_or_default();
+    let mut replicas = Vec::new();
+    for fields in listed {
+        let field = |name: &str| {
+            fields
+                .chunks_exact(2)
+                .find(|pair| pair[0] == name)
+                .map(|pair| pair[1].as_str())
+        };
+        let flags = field("flags").unwrap_or("");
+        if flags.contains("down") || flags.contains("disconnected") {
+            continue;
+        }
+        if let (Some(ip), Some(port)) = (field("ip"), field("port")) {
+            let addr = (ip.to_owned(), parse_port(port)?);
+            if addr != named {
+                replicas.push(addr);
+            }
+        }
+    }
+    Ok((Some(named), replicas))
+}
+
+fn parse_port(port: &str) -> redis::RedisResult<u16> {
+    port.parse::<u16>().map_err(|_| {
         redis::RedisError::from((
             redis::ErrorKind::Parse,
             "a port that is not a number",
-            port.clone(),
+            port.to_owned(),
         ))
-    })?;
-    Ok(Some((host, port)))
+    })
 }
 
 /// A zero socket timeout is refused: at least 1 ms.
