@@ -499,9 +499,11 @@ fn after_a_failover_generators_issue_again_within_a_ttl_and_a_second() {
     });
     let announced = watch_promotions(&d);
     let (new, paused, took_role) = d.fail_over(0);
-    let promoted = wait_for("Sentinel announcing the promotion", Duration::from_secs(30), || {
-        announced.lock().unwrap().iter().min().copied()
-    });
+    let promoted = wait_for(
+        "Sentinel announcing the promotion",
+        Duration::from_secs(30),
+        || announced.lock().unwrap().iter().min().copied(),
+    );
     let named = wait_for("the sentinels naming it", Duration::from_secs(30), || {
         (d.named_primary() == Some(new)).then(Instant::now)
     });
@@ -522,7 +524,11 @@ fn after_a_failover_generators_issue_again_within_a_ttl_and_a_second() {
             3 * TTL,
             || issuer.issued_after(from),
         );
-        again.push((*ttl, fenced.is_some(), at.saturating_duration_since(promoted)));
+        again.push((
+            *ttl,
+            fenced.is_some(),
+            at.saturating_duration_since(promoted),
+        ));
     }
     println!(
         "the replica took the role {:?} after the pause; Sentinel announced it {:?} later and \
@@ -628,7 +634,10 @@ fn a_claim_lost_in_a_failover_is_waited_out() {
         "a stopped issuing before the promotion: the test shows nothing"
     );
     assert!(a_last < b_first, "a issued after b began");
-    assert!(b_first >= b_built + wait, "b issued before its wait was out");
+    assert!(
+        b_first >= b_built + wait,
+        "b issued before its wait was out"
+    );
     d.nodes[0].resume();
     assert_no_overlap(&[a_ids, b.stop()]);
 }

@@ -236,8 +236,11 @@
 //! - A holder whose claim reached the promoted replica keeps its node id,
 //!   and its fence stays open if a renewal reaches the new primary before its
 //!   deadline. One that lapsed claims again and waits out the epoch: it issues
-//!   again within a TTL and a second of the promotion. So do generators built
-//!   in that TTL, and the first ones under a prefix on a fresh deployment
+//!   again within a TTL and a second of the promotion (Sentinel's
+//!   `+promoted-slave`; the lease finds the promoted replica among the
+//!   replicas a sentinel lists before the sentinels name it). So do
+//!   generators built in that TTL, and the first ones under a prefix on a
+//!   fresh deployment
 //!   ([`build`](crate::Builder::build) returns with the fence closed;
 //!   `next_id` waits, `try_next_id` answers
 //!   [`Fenced`](crate::GenerateError::Fenced)).
@@ -433,9 +436,11 @@ impl Lease {
     /// are that sentinel's. Each request of the keeper, finding the primary
     /// included, ends within the request timeout: a sentinel or a primary
     /// that stops answering costs a share of it, and the next sentinel is
-    /// asked. The primary found must answer `ROLE` as a primary; a primary
-    /// that is demoted, refuses writes or loses its replicas sends the
-    /// keeper back to the sentinels.
+    /// asked. The primary found must answer `ROLE` as a primary; when the
+    /// one a sentinel names does not, a replica that sentinel lists and
+    /// that does (promoted, not yet named) is used. A primary that is
+    /// demoted, refuses writes or loses its replicas sends the keeper back
+    /// to the sentinels.
     ///
     /// A failover can lose writes the old primary acknowledged, so this
     /// lease adds two rules to the single server's (the [module

@@ -186,7 +186,7 @@ fn ask(
     client: &Client,
     master: &str,
     timeout: Duration,
-) -> redis::RedisResult<(Option<(String, u16)>, Vec<(String, u16)>)> {
+) -> redis::RedisResult<(Option<Addr>, Vec<Addr>)> {
     let begun = Instant::now();
     let mut connection = client.get_connection_with_timeout(at_least_1ms(timeout))?;
     let left = at_least_1ms(timeout.saturating_sub(begun.elapsed()));
@@ -237,6 +237,9 @@ fn parse_port(port: &str) -> redis::RedisResult<u16> {
         ))
     })
 }
+
+/// A data node's host and port.
+type Addr = (String, u16);
 
 /// A zero socket timeout is refused: at least 1 ms.
 fn at_least_1ms(d: Duration) -> Duration {

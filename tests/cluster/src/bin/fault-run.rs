@@ -15,10 +15,11 @@ use std::time::Duration;
 use flakeid_fault_tests::run::{Config, RedisUrl, StoreKind, run, sibling_worker};
 
 const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--faults 200] \
-    [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn] [--dir DIR]\n\
+    [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn|sentinel] [--dir DIR]\n\
     \n\
-    --redis-url: the primary when the run started, for every worker (default), or the \
-    primary the sentinels name when each worker starts\n\
+    --redis-url: Lease::redis on the primary when the run started, for every worker \
+    (default), or on the primary the sentinels name when each worker starts; sentinel: \
+    Lease::redis_sentinel, which follows the primary through failovers\n\
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";
 
 fn main() {
@@ -53,6 +54,7 @@ fn main() {
                 redis_url = match value.as_str() {
                     "initial" => RedisUrl::Initial,
                     "at-spawn" => RedisUrl::AtSpawn,
+                    "sentinel" => RedisUrl::Sentinel,
                     _ => fail(&format!("unknown --redis-url {value}")),
                 }
             }
