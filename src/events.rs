@@ -1,7 +1,7 @@
 //! What a generator did that a service may want to log, count or alert on:
 //! a clock read behind, a wait, a borrowed tick, a clock-id step, the node-id
-//! lease's claims, failures, fences and rotations, the reservation's failed
-//! and recovered saves, IDs dropped by a lapsed lease.
+//! lease's claims, waits, failures, fences and rotations, the reservation's
+//! failed and recovered saves, IDs dropped by a lapsed lease.
 //!
 //! Set a hook with [`Builder::on_event`](crate::Builder::on_event): any
 //! `Fn(&Event) + Send + Sync`, or the ready-made [`Tracing`] (feature
@@ -99,6 +99,17 @@ pub enum Event {
         /// The node id that was held.
         node_id: u64,
     },
+    /// A node id was claimed, but the store cannot prove that the lease of
+    /// its previous holder has ended (Redis in the first TTL after a
+    /// failover, whose claims may have been lost): the generator issues
+    /// under it only after `wait`, the longest that lease can last, and the
+    /// keeper keeps the claim alive meanwhile.
+    LeaseWaiting {
+        /// The node id claimed.
+        node_id: u64,
+        /// How long from the claim until the generator may issue.
+        wait: Duration,
+    },
     /// After a fence, a fresh claim reopened the generator.
     LeaseReopened {
         /// The node id claimed (perhaps another than before).
@@ -141,6 +152,9 @@ impl fmt::Display for Event {
             }
             Event::Fenced { node_id } => {
                 write!(f, "fenced: node id {node_id}'s lease is not proven valid")
+            }
+            Event::LeaseWaiting { node_id, wait } => {
+                write!(f, "claimed node id {node_id}, issuing after {wait:?}")
             }
             Event::LeaseReopened { node_id } => write!(f, "reopened with node id {node_id}"),
             Event::LeaseRotated { from, to } => {
@@ -261,6 +275,9 @@ impl EventHook for Tracing {
             Event::LeaseClaimed { node_id } | Event::LeaseReopened { node_id } => {
                 info!(target: "flakeid", node_id, "{event}");
             }
+            Event::LeaseWaiting { node_id, wait } => {
+                info!(target: "flakeid", node_id, wait_ms = wait.as_millis() as u64, "{event}");
+            }
             Event::LeaseRotated { to, .. } => info!(target: "flakeid", node_id = to, "{event}"),
             Event::LeaseRenewalFailed { node_id, .. } | Event::Fenced { node_id } => {
                 warn!(target: "flakeid", node_id, "{event}");
@@ -278,7 +295,7 @@ impl EventHook for Tracing {
 ///
 /// | metric | kind | labels |
 /// |---|---|---|
-/// | `flakeid_events_total` | counter | `event`: `clock_behind`, `waited`, `tick_borrowed`, `clock_id_stepped`, `lease_claimed`, `lease_renewal_failed`, `fenced`, `lease_reopened`, `lease_rotated`, `save_failed`, `save_recovered`, `ids_dropped` |
+/// | `flakeid_events_total` | counter | `event`: `clock_behind`, `waited`, `tick_borrowed`, `clock_id_stepped`, `lease_claimed`, `lease_waiting`, `lease_renewal_failed`, `fenced`, `lease_reopened`, `lease_rotated`, `save_failed`, `save_recovered`, `ids_dropped` |
 /// | `flakeid_clock_behind_seconds` | histogram | |
 /// | `flakeid_wait_seconds` | histogram | |
 /// | `flakeid_ids_dropped_total` | counter | |
@@ -323,6 +340,7 @@ impl EventHook for Metrics {
                     "lease_reopened"
                 }
             }
+            Event::LeaseWaiting { .. } => "lease_waiting",
             Event::LeaseRenewalFailed { .. } => "lease_renewal_failed",
             Event::Fenced { .. } => "fenced",
             Event::LeaseRotated { to, .. } => {

@@ -100,6 +100,13 @@ impl Skipped {
 pub(crate) enum Claimed {
     /// A node id, and the free ones below it that were skipped.
     Node(Claim, Skipped),
+    /// A node id that may be used only after the duration has passed since
+    /// the answer arrived: the store cannot prove that the lease of an
+    /// earlier holder has ended (Redis, in the first TTL after a failover:
+    /// the claim of the node id's holder may have been lost), so the
+    /// generator waits out the longest such lease (the Chubby rule). The
+    /// keeper keeps the claim alive meanwhile, its fence closed.
+    NodeAfter(Claim, Skipped, Duration),
     /// No node id could be claimed; `Skipped` says which free ones were
     /// passed over for their marks.
     None(Skipped),
@@ -265,7 +272,7 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// A claim the fence is open for.
+/// A claim the fence is open for, or will open for.
 struct Held {
     claim: Claim,
     /// The ceiling the fence was last given (the store may record a higher
@@ -275,8 +282,21 @@ struct Held {
     node_bits: u64,
     /// Fence nanoseconds until which the lease is proven valid.
     valid_until: u64,
+    /// A claim whose fence is not open yet ([`Claimed::NodeAfter`]).
+    waiting: Option<Waiting>,
 }
 
+/// A claim's fence waiting to open.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    /// Fence nanoseconds from which it may open.
+    opens_at: u64,
+    /// The grant's floor, and whether it rewinds (a rotation's).
+    floor: u64,
+    rewind: bool,
+}
+
+/// One generator's lease keeper: its store, the claim it holds, and when
 /// the next renewal, retry, claim and rotation are due (fence nanoseconds).
 pub(crate) struct Run<S> {
     store: S,
@@ -295,6 +315,9 @@ pub(crate) struct Run<S> {
     next_rotation: u64,
     /// The free node ids the last claim skipped for their marks.
     skipped: Skipped,
+    /// The held claim is waiting to open the fence after a lapse: tell
+    /// the generator's hook when it reopens.
+    announce_opening: bool,
 }
 
 impl<S: Store> Run<S> {
@@ -312,6 +335,7 @@ impl<S: Store> Run<S> {
             next_claim: 0,
             next_rotation: 0,
             skipped: Skipped::default(),
+            announce_opening: false,
         }
     }
 
@@ -333,6 +357,15 @@ impl<S: Store> Run<S> {
     #[cfg(test)]
     pub(crate) fn held_node(&self) -> Option<u64> {
         self.held.as_ref().map(|h| h.claim.node)
+    }
+
+    /// The claim held, by its handle (the memory store's tell claims
+    /// apart), and whether it waits to open the fence (the epoch rule).
+    #[cfg(test)]
+    pub(crate) fn held_claim(&self) -> Option<(i64, bool)> {
+        self.held
+            .as_ref()
+            .map(|h| (h.claim.handle, h.waiting.is_some()))
     }
 
     /// The free node ids the last claim skipped for their marks.
@@ -362,11 +395,14 @@ impl<S: Store> Run<S> {
             ceiling_ms: s.ceiling_ms(wanted),
         };
         let claimed = self.store.claim(&ask)?;
-        let (Claimed::Node(_, skipped) | Claimed::None(skipped)) = &claimed;
+        let (Claimed::Node(_, skipped)
+        | Claimed::NodeAfter(_, skipped, _)
+        | Claimed::None(skipped)) = &claimed;
         self.fence.note_skipped(skipped.count);
         self.skipped = skipped.clone();
-        let claim = match claimed {
-            Claimed::Node(claim, _) => claim,
+        let (claim, wait) = match claimed {
+            Claimed::Node(claim, _) => (claim, Duration::ZERO),
+            Claimed::NodeAfter(claim, _, wait) => (claim, wait),
             Claimed::None(skipped) if skipped.count == 0 => {
                 return Err(LeaseError::AllHeld {
                     first: s.first,
@@ -392,21 +428,40 @@ impl<S: Store> Run<S> {
                 });
             }
         };
-        let held = Held {
+        let floor = s.tick_of(claim.mark_ms);
+        let rewind = fresh_before_ms.is_some();
+        let mut held = Held {
             node_bits,
             valid_until: sent.saturating_add(s.valid_for_ns()),
             granted_ms: claim.ceiling_ms,
             claim,
+            waiting: None,
         };
-        self.fence.open(
-            Grant {
-                node_bits,
-                floor: s.tick_of(held.claim.mark_ms),
-                ceiling: s.tick_of(held.claim.ceiling_ms),
-                rewind: fresh_before_ms.is_some(),
-            },
-            held.valid_until,
-        );
+        if wait.is_zero() {
+            self.fence.open(
+                Grant {
+                    node_bits,
+                    floor,
+                    ceiling: s.tick_of(held.claim.ceiling_ms),
+                    rewind,
+                },
+                held.valid_until,
+            );
+        } else {
+            // Measured from the answer, which came after the store's clock
+            // said how long to wait. A rotation's old grant closes now (its
+            // node id goes back); otherwise the fence is closed already.
+            self.fence.close();
+            held.waiting = Some(Waiting {
+                opens_at: self.fence.now_ns().saturating_add(nanos(wait)),
+                floor,
+                rewind,
+            });
+            self.settings.events.emit(Event::LeaseWaiting {
+                node_id: held.claim.node,
+                wait,
+            });
+        }
         Ok(held)
     }
 
@@ -447,14 +502,20 @@ impl<S: Store> Run<S> {
             }
         }
         if let Some(h) = &mut self.held {
-            let wanted = self.fence.wanted() > self.settings.tick_of(h.claim.ceiling_ms);
+            // A generator asks only under an open grant: what it wanted under
+            // the one before a waiting claim is no reason to raise its mark.
+            let wanted_tick = match h.waiting {
+                Some(_) => 0,
+                None => self.fence.wanted(),
+            };
+            let wanted = wanted_tick > self.settings.tick_of(h.claim.ceiling_ms);
             // Past the deadline a renewal could extend nothing.
             let due = now >= self.next_renewal || (wanted && now >= self.retry_at);
             if due && now < h.valid_until {
                 let sent = self.fence.now_ns();
                 let ceiling_ms = self
                     .settings
-                    .ceiling_ms(self.fence.wanted())
+                    .ceiling_ms(wanted_tick)
                     .max(h.claim.ceiling_ms);
                 // The renewal's requests (etcd: the mark's transaction and
                 // the keep-alive) share one request timeout.
@@ -467,8 +528,13 @@ impl<S: Store> Run<S> {
                         h.claim.ceiling_ms = ceiling_ms;
                         let until = sent.saturating_add(self.settings.valid_for_ns());
                         // An answer that came after the deadline extends
-                        // nothing: the claim is given up below.
-                        if self.fence.extend(until, self.settings.tick_of(ceiling_ms)) {
+                        // nothing: the claim is given up below. A waiting
+                        // claim's fence is closed: only its deadline moves.
+                        let extended = match h.waiting {
+                            Some(_) => self.fence.now_ns() < h.valid_until,
+                            None => self.fence.extend(until, self.settings.tick_of(ceiling_ms)),
+                        };
+                        if extended {
                             h.granted_ms = ceiling_ms;
                             h.valid_until = until;
                             self.next_renewal = sent.saturating_add(renew_every);
@@ -487,6 +553,27 @@ impl<S: Store> Run<S> {
                             node_id: h.claim.node,
                             error,
                         });
+                    }
+                }
+            }
+            if let Some(w) = h.waiting {
+                let at = self.fence.now_ns();
+                if at >= w.opens_at && at < h.valid_until {
+                    self.fence.open(
+                        Grant {
+                            node_bits: h.node_bits,
+                            floor: w.floor,
+                            ceiling: self.settings.tick_of(h.claim.ceiling_ms),
+                            rewind: w.rewind,
+                        },
+                        h.valid_until,
+                    );
+                    h.granted_ms = h.claim.ceiling_ms;
+                    h.waiting = None;
+                    if self.announce_opening {
+                        self.announce_opening = false;
+                        let node_id = h.claim.node;
+                        self.settings.events.emit(Event::LeaseReopened { node_id });
                     }
                 }
             }
@@ -512,8 +599,13 @@ impl<S: Store> Run<S> {
                 Ok(h) => {
                     self.next_renewal = self.fence.now_ns().saturating_add(renew_every);
                     let node_id = h.claim.node;
+                    // A waiting claim reopens the generator when its wait
+                    // is over.
+                    self.announce_opening = h.waiting.is_some();
+                    if h.waiting.is_none() {
+                        self.settings.events.emit(Event::LeaseReopened { node_id });
+                    }
                     self.held = Some(h);
-                    self.settings.events.emit(Event::LeaseReopened { node_id });
                 }
                 Err(_) => {
                     self.next_claim = self.fence.now_ns().saturating_add(retry_every);
@@ -521,7 +613,10 @@ impl<S: Store> Run<S> {
             }
         }
         match &self.held {
-            Some(h) => self.next_renewal.min(h.valid_until),
+            Some(h) => {
+                let opens_at = h.waiting.map_or(u64::MAX, |w| w.opens_at);
+                self.next_renewal.min(h.valid_until).min(opens_at)
+            }
             None => self.next_claim,
         }
     }

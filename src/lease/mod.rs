@@ -169,9 +169,9 @@
 //! travels with the node id to whichever process claims it next. A process
 //! restarted with its clock set back starts after the mark of the node id it
 //! claims. The store must keep what it acknowledged: etcd does (Raft, fsync);
-//! run Redis with `appendonly yes` and `appendfsync always`, and note that a
-//! failover to an asynchronous replica can lose acknowledged writes (marks and
-//! claims alike); when that matters, use etcd.
+//! run Redis with `appendonly yes` and `appendfsync always`. A Redis failover
+//! can lose acknowledged writes (marks and claims alike): behind Sentinel,
+//! [the rules below](#redis-with-sentinel) keep node ids unique through it.
 //!
 //! **Errors.** All node ids held: `LeaseError::AllHeld { first, last }`. Server
 //! unreachable at start: `LeaseError::Unreachable` after
@@ -180,6 +180,87 @@
 //! refusing (authentication, read-only replica, ...): `LeaseError::Refused`.
 //! Building returns them inside `BuildError::Lease`; a running generator's keeper
 //! retries instead, fenced meanwhile.
+//!
+//! # Deployment
+//!
+//! The numbers behind this section (what each fault costs, as measured) are
+//! in the repository's `benches/results/lease.md`.
+//!
+//! ## etcd
+//!
+//! A cluster of 3 or 5 members; list every member's client URL in
+//! [`Lease::etcd`]. Uniqueness needs no more than etcd's own guarantees
+//! (linearizable transactions, leases a leader change only extends).
+//!
+//! ## Redis with Sentinel
+//!
+//! [`Lease::redis_sentinel`] with the sentinels' addresses and the master
+//! name: a primary, two replicas and three sentinels
+//! (`sentinel monitor <name> <host> <port> 2`), on separate machines. On the
+//! data nodes:
+//!
+//! ```text
+//! appendonly yes               # a restarted primary keeps what it acknowledged
+//! appendfsync always
+//! maxmemory-policy noeviction  # node keys, marks and the epoch are never evicted
+//! min-replicas-to-write 1      # optional: a primary cut off from its replicas
+//! min-replicas-max-lag 10      # refuses every client's writes within 10 s
+//! ```
+//!
+//! Replication is asynchronous: a failover can lose claims and marks the old
+//! primary acknowledged, and the old primary, back after a pause or cut off
+//! with clients of its own, answers as a primary until it is demoted. Two
+//! rules keep node ids unique through that:
+//!
+//! - **`WAIT`**: a claim or renewal counts only once
+//!   [`wait_for_replicas`](Lease::wait_for_replicas) replicas (default 1)
+//!   have acknowledged it. What a fence relies on is then on a replica, and a
+//!   primary without its replicas extends no fence. With those replicas and
+//!   the primary a majority of the data nodes, a deposed primary and its
+//!   successor cannot both acknowledge. (`min-replicas-to-write` bounds how
+//!   long a cut-off primary accepts anyone's writes; it cannot tell a client
+//!   which of its writes a replica has, so flakeid relies on `WAIT`.)
+//! - **The epoch** (the Chubby rule): a primary new to the lease data (a
+//!   promoted replica, a restarted primary) starts an epoch once it serves
+//!   with its replicas online, and a claim in an epoch's first TTL waits
+//!   out the rest of it before its generator issues
+//!   ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)), its fence closed
+//!   and its claim renewed. By then the lease of any holder an earlier
+//!   primary acknowledged has lapsed, whether its claim was lost or not. The
+//!   wait runs on the new primary's clock and then the claimer's monotonic
+//!   clock, the old holder's deadline on its own: only their rate error
+//!   remains, which the safety margin absorbs.
+//!
+//! What it costs and assumes:
+//!
+//! - A holder whose claim reached the promoted replica keeps its node id,
+//!   and its fence stays open if a renewal reaches the new primary before its
+//!   deadline. One that lapsed claims again and waits out the epoch: it issues
+//!   again within a TTL and a second of the promotion (Sentinel's
+//!   `+promoted-slave`; the lease finds the promoted replica among the
+//!   replicas a sentinel lists before the sentinels name it). So do
+//!   generators built in that TTL, and the first ones under a prefix on a
+//!   fresh deployment
+//!   ([`build`](crate::Builder::build) returns with the fence closed;
+//!   `next_id` waits, `try_next_id` answers
+//!   [`Fenced`](crate::GenerateError::Fenced)).
+//! - With one replica, a promoted primary has none until the old one rejoins
+//!   as its replica, and nothing it acknowledges counts meanwhile: every
+//!   generator fences. Run two replicas.
+//! - `WAIT` adds a replica's acknowledgement to each claim and renewal (in the
+//!   same round trip as the script).
+//! - Marks a failover lost leave the next holder's floor below IDs its
+//!   predecessor may have issued; they then stay apart only if the two
+//!   holders' wall clocks agree within the safety margin less the lead
+//!   allowance (2 s at the defaults). Sentinel promotes the freshest replica
+//!   it reaches, which has every write `WAIT` confirmed: marks are lost only
+//!   when that replica is out of reach too.
+//! - Redis 4 or later (replication ids), scripts allowed to call `INFO` and
+//!   `TIME` (the default).
+//!
+//! [`Lease::redis`] (one server) keeps neither rule unless asked
+//! ([`wait_for_replicas`](Lease::wait_for_replicas)); it does not follow a
+//! failover.
 //!
 //! # Threads and blocking
 //!
@@ -284,6 +365,8 @@ pub(crate) use terms::Terms;
 pub struct Lease {
     store: StoreConfig,
     terms: Terms,
+    /// [`Lease::wait_for_replicas`] (Redis only).
+    replicas: Option<u32>,
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -292,7 +375,7 @@ enum StoreConfig {
     #[cfg(feature = "etcd")]
     Etcd(Vec<String>),
     #[cfg(feature = "redis")]
-    Redis(String),
+    Redis(redis::Target),
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -340,13 +423,107 @@ impl Lease {
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis(url: impl Into<String>) -> Lease {
-        Lease::new(StoreConfig::Redis(url.into()))
+        Lease::new(StoreConfig::Redis(redis::Target::Server(url.into())))
+    }
+
+    /// Leases node ids from the Redis primary that the sentinels at
+    /// `sentinels` (`redis://[user:password@]host:port`, or `host:port`)
+    /// name for `master`, and follows it through failovers.
+    ///
+    /// `master` is the name the sentinels monitor, or a URL whose host is
+    /// that name and whose credentials and database are the data nodes'
+    /// (`redis://:s3cret@orders/2`); the credentials in a sentinel's URL
+    /// are that sentinel's. Each request of the keeper, finding the primary
+    /// included, ends within the request timeout: a sentinel or a primary
+    /// that stops answering costs a share of it, and the next sentinel is
+    /// asked. The primary found must answer `ROLE` as a primary; when the
+    /// one a sentinel names does not, a replica that sentinel lists and
+    /// that does (promoted, not yet named) is used. A primary that is
+    /// demoted, refuses writes or loses its replicas sends the keeper back
+    /// to the sentinels.
+    ///
+    /// A failover can lose writes the old primary acknowledged, so this
+    /// lease adds two rules to the single server's (the [module
+    /// docs](self#redis-with-sentinel) say what they cost): each claim and
+    /// renewal counts only once a replica has acknowledged it
+    /// ([`wait_for_replicas`](Lease::wait_for_replicas), default 1), and in
+    /// the first TTL after a failover (or a restart of the primary) a claim
+    /// waits until that TTL is over before its generator issues
+    /// ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)). Needs Redis 4
+    /// or later.
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    ///
+    /// let lease = Lease::redis_sentinel(
+    ///     ["redis://sentinel-0:26379", "sentinel-1:26379", "sentinel-2:26379"],
+    ///     "redis://:s3cret@orders/0", // the master's name, with the data nodes' password
+    /// );
+    /// // Errors and `Debug` name the master and the sentinels, no password.
+    /// let shown = format!("{lease:?}");
+    /// assert!(shown.contains("redis sentinel orders via sentinel-0:26379,"));
+    /// assert!(!shown.contains("s3cret"));
+    /// ```
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub fn redis_sentinel<I, S>(sentinels: I, master: impl Into<String>) -> Lease
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Lease::new(StoreConfig::Redis(redis::Target::Sentinel(
+            sentinels.into_iter().map(Into::into).collect(),
+            master.into(),
+        )))
+    }
+
+    /// How many replicas must acknowledge each claim and renewal before it
+    /// counts (Redis' `WAIT`, in the same round trip; Redis leases only).
+    /// Default 1 for [`redis_sentinel`](Lease::redis_sentinel), 0 (no
+    /// `WAIT`) for [`redis`](Lease::redis).
+    ///
+    /// What a fence relies on is then on `n` replicas, and a primary that
+    /// has lost them (one deposed in a failover, still answering) extends
+    /// nobody's fence. For that, `n` replicas plus the primary must be a
+    /// majority of the data nodes (1 of 2 replicas; 2 of 3 or 4), so that a
+    /// deposed primary and its successor cannot both have them. The cost: a
+    /// primary with fewer than `n` replicas online acknowledges nothing, and
+    /// its generators fence. With one replica, a failover leaves the new
+    /// primary none until the old one rejoins it: run two replicas. 0 turns
+    /// `WAIT` off, and leaves a deposed primary that keeps its clients (a
+    /// partition) free to extend their fences while the new primary's
+    /// generators issue.
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, Lease, LeaseError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A primary and four replicas: two acknowledge, so three of five agree.
+    /// let lease = Lease::redis_sentinel(["sentinel-0:26379"], "orders").wait_for_replicas(2);
+    /// # let _ = lease;
+    /// # #[cfg(feature = "etcd")]
+    /// # {
+    /// let err = Generator::builder(Layout::twitter())
+    ///     .lease(Lease::etcd(["http://etcd:2379"]).wait_for_replicas(1))
+    ///     .build()
+    ///     .unwrap_err(); // refused before the server is contacted
+    /// assert!(matches!(err, BuildError::Lease(LeaseError::Config { .. })));
+    /// # }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub fn wait_for_replicas(mut self, n: u32) -> Self {
+        self.replicas = Some(n);
+        self
     }
 
     fn new(store: StoreConfig) -> Lease {
         Lease {
             store,
             terms: Terms::default(),
+            replicas: None,
         }
     }
 
@@ -573,12 +750,25 @@ impl Lease {
             #[cfg(feature = "etcd")]
             StoreConfig::Etcd(endpoints) => format!("etcd {}", endpoints.join(",")),
             #[cfg(feature = "redis")]
-            StoreConfig::Redis(url) => format!("redis {}", mask_password(url)),
+            StoreConfig::Redis(redis::Target::Server(url)) => {
+                format!("redis {}", mask_password(url))
+            }
+            #[cfg(feature = "redis")]
+            StoreConfig::Redis(redis::Target::Sentinel(sentinels, master)) => {
+                let addrs: Vec<String> = sentinels.iter().map(|s| host_of(s)).collect();
+                format!("redis sentinel {} via {}", host_of(master), addrs.join(","))
+            }
         }
     }
 
     /// Checks the lease against the generator's layout and time lead.
     fn settings(&self, layout: &Layout, lead: Duration) -> Result<Settings, LeaseError> {
+        #[cfg(feature = "etcd")]
+        if let (StoreConfig::Etcd(_), Some(_)) = (&self.store, self.replicas) {
+            return Err(LeaseError::Config {
+                reason: "wait_for_replicas applies to Redis leases, not etcd".into(),
+            });
+        }
         self.terms.settings(layout, lead, self.server())
     }
 }
@@ -595,6 +785,7 @@ impl fmt::Debug for Lease {
             .field("node_ids", &self.terms.node_ids)
             .field("rotate_after_rollback", &self.terms.rotate_after)
             .field("max_mark_ahead", &self.terms.max_mark_ahead)
+            .field("wait_for_replicas", &self.replicas)
             .finish()
     }
 }
@@ -612,6 +803,18 @@ fn mask_password(url: &str) -> String {
         }
         None => url.into(),
     }
+}
+
+/// The host (or, for a bare name, the name) and port of a Redis URL,
+/// without scheme, credentials or database: `redis://:pw@cache:6379/2` is
+/// `cache:6379`, `orders` is `orders`.
+#[cfg(feature = "redis")]
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    rest.split_once('/')
+        .map_or(rest, |(host, _)| host)
+        .to_owned()
 }
 
 /// A token no other holder has: the process, the time, and a random seed.
@@ -654,9 +857,12 @@ pub(crate) fn start(
             Ok(Box::new(keeper::start(make, settings, fence)?))
         }
         #[cfg(feature = "redis")]
-        StoreConfig::Redis(url) => {
-            let url = url.clone();
-            let make = move |s: &Settings| redis::RedisStore::new(&url, &prefix, s, token);
+        StoreConfig::Redis(target) => {
+            let config = redis::RedisConfig {
+                target: target.clone(),
+                acks: lease.replicas,
+            };
+            let make = move |s: &Settings| redis::RedisStore::new(&config, &prefix, s, token);
             Ok(Box::new(keeper::start(make, settings, fence)?))
         }
     }

@@ -95,18 +95,26 @@ impl<S: Store> Run<S> {
         let deadline = Instant::now() + limit;
         self.store.set_timeout(limit);
         self.store.set_deadline(Some(deadline));
+        // The last attempt may fail only for want of time: the one before
+        // it says why the others failed.
+        let mut before: Option<String> = None;
         let claimed = loop {
             match self.claim_first() {
                 Ok(()) => break Ok(()),
                 Err(LeaseError::Unreachable { reason, .. }) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
+                        let reason = match before {
+                            Some(before) if before != reason => format!("{before}; then {reason}"),
+                            _ => reason,
+                        };
                         break Err(LeaseError::Unreachable {
                             server: self.settings.server.clone(),
                             waited: limit,
                             reason,
                         });
                     }
+                    before = Some(reason);
                     thread::sleep(Duration::from_millis(50).min(left));
                 }
                 Err(e) => break Err(e),

@@ -34,8 +34,17 @@ impl Store for SimStore {
             _ => *ask,
         };
         let mut claimed = self.inner.claim(&ask)?;
-        if let (Defect::ClaimIgnoresMarks, Claimed::Node(claim, _)) = (self.defect, &mut claimed) {
+        if let (
+            Defect::ClaimIgnoresMarks,
+            Claimed::Node(claim, _) | Claimed::NodeAfter(claim, _, _),
+        ) = (self.defect, &mut claimed)
+        {
             claim.mark_ms = 0;
+        }
+        if let (Defect::NoChubbyWait, Claimed::NodeAfter(claim, skipped, _)) =
+            (self.defect, &claimed)
+        {
+            claimed = Claimed::Node(claim.clone(), skipped.clone());
         }
         Ok(claimed)
     }
@@ -69,6 +78,12 @@ pub(super) struct Process {
     pub(super) grant: u64,
     /// A VM suspension happened while this grant was open.
     pub(super) suspended_in_grant: bool,
+    /// The claim (by handle) that waited to open its grant while the VM
+    /// was suspended (its wait then ended late, as a deadline would).
+    pub(super) suspended_waiting: Option<i64>,
+    /// The claim (by handle) waiting to open its grant, and the wall clock
+    /// (ms) and true time when it was made.
+    pub(super) waiting_wall: Option<(i64, u64, u64)>,
     /// The highest floor of this process's grants so far: a generator
     /// switched to another node id before its clock passed a floor keeps
     /// that timestamp (it never moves back), so it waits for it still.
@@ -111,7 +126,8 @@ impl Process {
         let generator = build_leased(builder, &fence, |lead| {
             let mut settings = terms.settings(&layout, lead, "memory".into())?;
             settings.wall = WallClock::new(wall.clone());
-            let inner = backend.store(&settings);
+            let mut inner = backend.store(&settings);
+            inner.ignore_renewal_acks = defect == Defect::UnackedRenewalExtends;
             holder = inner.holder();
             backend.set_fault(holder, link);
             let store = SimStore { inner, defect };
@@ -137,6 +153,8 @@ impl Process {
             ticket: 0,
             grant: 0,
             suspended_in_grant: false,
+            suspended_waiting: None,
+            waiting_wall: None,
             floor_high: 0,
             stretch: None,
         })
@@ -232,6 +250,9 @@ pub(super) struct Machine {
     pub(super) calm_from: u64,
     /// The keeper's wake-up that counts (others are stale).
     pub(super) next_wake: u64,
+    /// Since a promotion (true time), and whether the fence was seen
+    /// closed since: until it is seen open again.
+    pub(super) reopen: Option<(u64, bool)>,
     pub(super) healthy: u64,
     pub(super) issued_healthy: u64,
     /// Healthy attempts refused: see [`REFUSALS`].

@@ -51,19 +51,41 @@
 //! cut off from the store), lost replies (requests applied, answers lost),
 //! and store outages (every request fails).
 //!
+//! The store is Redis behind Sentinel (`MemoryBackend::replicated`): a
+//! primary and two replicas, each applying the primary's writes up to 5 s
+//! behind it, `WAIT 1` after each claim and renewal, and the epoch rule. A
+//! failover (every minute or so) either pauses the primary or cuts it off
+//! from the sentinels with one replica (its clients still reach it, and it
+//! still has a replica to acknowledge); after a down-after of 1 to 12 s the
+//! sentinels promote a replica they reach, the freshest or (as when that one
+//! is down too) another, which may lack claims and marks the old primary
+//! acknowledged. A paused old primary comes back as a primary without
+//! replicas and answers for up to 15 s before it is demoted; a cut-off one
+//! answers its side until the partition heals, when what it wrote meanwhile
+//! is lost. One resolution in three while a deposed primary answers finds it
+//! (a sentinel behind the others).
+//!
 //! # What is checked
 //!
 //! - **Unique**: under each node id, the IDs of each grant (one claim by one
 //!   process) increase, and no two grants' ranges overlap. The mark protocol
 //!   promises exactly this, and it implies that no ID is issued twice; it
 //!   keeps memory bounded by the number of grants. The short run also keeps
-//!   every ID in a `HashSet`.
+//!   every ID in a `HashMap`.
 //! - **Fenced**: at no instant are two fences open for one node id, and no
 //!   fence is open for a node id the store does not give to its holder.
 //!   Checked whenever a fence opens (an overlap starts at an opening) and at
 //!   a sweep every ten simulated seconds. A suspended VM is counted apart:
 //!   the lease module docs say fencing may end late when the monotonic clock stops
-//!   (uniqueness still holds, and is checked).
+//!   (uniqueness still holds, and is checked). So is a fence whose claim a
+//!   failover lost, within a TTL of the change: the store no longer gives
+//!   the node id to anyone, and the epoch rule keeps others from it.
+//! - **Unique after lost marks**: a holder whose floor is below a mark a
+//!   failover lost relies on clocks agreeing (the lease docs); its overlaps
+//!   and duplicates with a holder whose clock was off by more than half the
+//!   safety margin are counted apart, all others are violations.
+//! - **Back after a failover**: a fence that a promotion found closed, or
+//!   that closed after it, opens again within a TTL and a second of it.
 //! - **Available**: for each machine, the share of its healthy attempts that
 //!   issue, with and without those that wait for a grant's floor (a claim
 //!   may take a mark up to `max_mark_ahead` ahead of the claimer's clock).
@@ -75,10 +97,13 @@
 //!   `max_mark_ahead` (and a tick) ahead of its holder's clock, and no claim
 //!   takes a poisoned node id.
 //!
-//! Three planted defects show that the checks have teeth: a claim that
-//! ignores the mark, renewals that never fail (no fencing), and a claim that
+//! Five planted defects show that the checks have teeth: a claim that
+//! ignores the mark, renewals that never fail (no fencing), a claim that
 //! takes a node id whatever its mark (however far ahead of the claimer's
-//! clock): each run must report the violation.
+//! clock), a claim that skips the epoch's wait after a failover (no Chubby
+//! wait), and a renewal that counts though no replica acknowledged it (a
+//! deposed primary keeps its holders' fences open): each run must report
+//! the violation.
 
 mod machine;
 mod sim;
@@ -116,6 +141,13 @@ enum Defect {
     /// A claim takes a free node id however far ahead its mark (no
     /// `max_mark_ahead` bound).
     ClaimTakesAnyMark,
+    /// A claim the epoch rule makes wait after a failover opens the fence
+    /// at once (no Chubby wait): the holder whose claim the failover lost
+    /// may still be issuing.
+    NoChubbyWait,
+    /// A renewal that too few replicas acknowledged counts (the store's
+    /// `WAIT` ignored): a deposed primary keeps its holders' fences open.
+    UnackedRenewalExtends,
 }
 
 /// A simulation's size and pace.
@@ -130,16 +162,19 @@ struct Config {
     fault_every: u64,
     /// Mean time between a store outage and the next.
     outage_every: u64,
+    /// Mean time between a failover of the store's primary and the next.
+    failover_every: u64,
     /// Mean time between a machine's attempts to issue.
     issue_every: u64,
-    /// Keep every ID in a `HashSet` too.
+    /// Keep every ID in a `HashMap` too.
     exact: bool,
     defect: Defect,
 }
 
 impl Config {
     /// The short run, in CI: 1,000 machines for 20 simulated minutes, with
-    /// a fault per machine every four minutes on average.
+    /// a fault per machine every four minutes and a failover of the store
+    /// every minute on average.
     fn short(seed: u64) -> Config {
         Config {
             seed,
@@ -148,13 +183,15 @@ impl Config {
             ttl: Duration::from_secs(10),
             fault_every: 4 * MINUTE,
             outage_every: 8 * MINUTE,
+            failover_every: MINUTE,
             issue_every: SECOND,
             exact: true,
             defect: Defect::None,
         }
     }
 
-    /// The long run: `node_hours` simulated node-hours over 1,000 machines.
+    /// The long run: `node_hours` simulated node-hours over 1,000 machines,
+    /// a fault per machine and a failover of the store every hour on average.
     fn long(seed: u64, node_hours: u64) -> Config {
         let machines = 1_000;
         Config {
@@ -164,6 +201,7 @@ impl Config {
             ttl: Duration::from_secs(10),
             fault_every: HOUR,
             outage_every: 2 * HOUR,
+            failover_every: HOUR,
             issue_every: 5 * SECOND,
             exact: std::env::var_os("FLAKEID_SIM_EXACT").is_some(),
             defect: Defect::None,
@@ -275,6 +313,8 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
         .zip(report.faults)
         .map(|(name, n)| format!("{name} {n}"))
         .collect();
+    let mut reopened = report.reopened_after.clone();
+    reopened.sort_unstable();
     let refused: Vec<String> = REFUSALS
         .iter()
         .zip(report.refused)
@@ -286,6 +326,10 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
          defect {defect:?}; took {took:.1?}\n\
          \x20 IDs issued {ids} in {attempts} attempts; grants {grants}; starts {restarts} \
          (failed {failed}); store outages {outages}\n\
+         \x20 failovers {failovers} ({partitions} by a partition; {lossy} lost writes: \
+         {lost_claims} claims, {lost_marks} marks); fences after a promotion: \
+         {never} stayed open, {reopened} reopened after p50 {reopen_p50:.2} s, max \
+         {reopen_max:.2} s\n\
          \x20 faults: {faults}\n\
          \x20 claims that skipped marks ahead {skipping} ({skipped} node ids in all); \
          claims of poisoned node ids {poisoned}\n\
@@ -297,7 +341,9 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
          \x20 healthy attempts refused: {refused}\n\
          \x20 violations: duplicates {dups}, overlapping ranges {overlaps}, not increasing {inc}, \
          two open fences {two}, open fence not the store's holder {unheld}; \
-         exempt (suspended VM): two open {two_s}, not held {unheld_s}",
+         exempt (suspended VM): two open {two_s}, not held {unheld_s}; exempt (failover): \
+         not held within a TTL of it {unheld_f}, below a lost mark with a clock off: \
+         overlaps {overlaps_lost}, duplicates {dups_lost}",
         seed = config.seed,
         machines = config.machines,
         node_hours = config.node_hours(),
@@ -331,6 +377,18 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
         unheld = report.open_unheld,
         two_s = report.two_holders_suspended,
         unheld_s = report.open_unheld_suspended,
+        unheld_f = report.open_unheld_failover,
+        overlaps_lost = report.overlaps_lost_mark,
+        dups_lost = report.duplicates_lost_mark,
+        failovers = report.failovers,
+        partitions = report.partitions,
+        lossy = report.lossy_failovers,
+        lost_claims = report.lost_claims,
+        lost_marks = report.lost_marks,
+        never = report.never_fenced,
+        reopened = reopened.len(),
+        reopen_p50 = percentile(&reopened, 50) * 1e6 / SECOND as f64,
+        reopen_max = percentile(&reopened, 100) * 1e6 / SECOND as f64,
     )
 }
 
@@ -382,6 +440,15 @@ fn assert_sound(config: &Config, report: &Report) {
         all >= MIN_AVAILABILITY_WITH_FLOOR_WAITS,
         "seed {seed:#x}: a healthy machine issued on only {all:.4} of its attempts"
     );
+    // A fence closed by a failover opens again within a TTL and a second
+    // of the promotion (the epoch's wait, from a primary's first request).
+    let longest = report.reopened_after.iter().max().copied().unwrap_or(0);
+    let bound = config.ttl + std::time::Duration::from_secs(1);
+    assert!(
+        u128::from(longest) <= bound.as_nanos(),
+        "seed {seed:#x}: a fence opened again {:.2} s after a promotion",
+        longest as f64 / SECOND as f64
+    );
 }
 
 #[test]
@@ -392,12 +459,19 @@ fn a_fleet_keeps_ids_unique_fences_single_and_generators_available() {
     assert_sound(&config, &report);
     assert!(report.ids > 100_000, "{} IDs", report.ids);
     assert!(report.faults.iter().all(|&n| n > 0), "{:?}", report.faults);
+    assert!(
+        report.failovers > 1 && report.lossy_failovers > 0,
+        "{} failovers, {} lost writes",
+        report.failovers,
+        report.lossy_failovers
+    );
 }
 
 /// `FLAKEID_SIM_NODE_HOURS` (default 100,000) simulated node-hours over
-/// 1,000 machines, a fault per machine an hour on average; seed from
-/// `FLAKEID_SIM_SEED`, or from the time (printed either way). Every ID is also
-/// kept in a `HashSet` if `FLAKEID_SIM_EXACT` is set (about 30 bytes an ID;
+/// 1,000 machines, a fault per machine and a failover of the store an hour
+/// on average; seed from `FLAKEID_SIM_SEED`, or from the time (printed either
+/// way). Every ID is also kept in a `HashMap` if `FLAKEID_SIM_EXACT` is set
+/// (about 40 bytes an ID;
 /// 10^5 node-hours issue about 1.9 * 10^8).
 #[test]
 #[ignore = "long: run with --ignored in release (FLAKEID_SIM_NODE_HOURS, FLAKEID_SIM_SEED)"]
@@ -426,6 +500,7 @@ fn planted(defect: Defect) -> (Config, Report) {
         machines: 300,
         duration: 10 * MINUTE,
         fault_every: MINUTE,
+        failover_every: 30 * SECOND,
         exact: true,
         defect,
         ..Config::short(seed_from_env().unwrap_or(SEED))
@@ -452,6 +527,28 @@ fn the_checker_catches_a_keeper_that_never_fences() {
     assert!(
         report.two_holders > 0 && report.open_unheld > 0,
         "seed {:#x}: fences open past their lease went unnoticed",
+        config.seed
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
+fn the_checker_catches_a_claim_that_skips_the_wait_after_a_failover() {
+    let (config, report) = planted(Defect::NoChubbyWait);
+    assert!(
+        report.lossy_failovers > 0 && report.two_holders > 0,
+        "seed {:#x}: holders opened beside the holder whose claim a failover lost",
+        config.seed
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
+fn the_checker_catches_a_fence_a_deposed_primary_keeps_open() {
+    let (config, report) = planted(Defect::UnackedRenewalExtends);
+    assert!(
+        report.two_holders > 0,
+        "seed {:#x}: fences kept open by renewals no replica acknowledged went unnoticed",
         config.seed
     );
 }

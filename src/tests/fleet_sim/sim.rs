@@ -2,12 +2,12 @@
 //! it goes.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::GenerateError;
 use crate::id::Id;
-use crate::tests::memory::{Fault, MemoryBackend};
+use crate::tests::memory::{Fault, MemoryBackend, Servers};
 
 use super::machine::{Freeze, Machine, Process, Profile};
 use super::{
@@ -27,6 +27,16 @@ pub(super) enum Event {
     Restart(usize),
     Outage,
     OutageEnd,
+    /// The store's primary is paused, or cut off from the sentinels with a
+    /// replica of its own.
+    Failover,
+    /// The sentinels promote a replica.
+    Promote,
+    /// The paused old primary resumes, still a primary by its own view.
+    OldBack,
+    /// The old primary is made a replica of the new one (and a partition
+    /// heals).
+    Demote,
     Sweep,
 }
 
@@ -35,6 +45,8 @@ pub(super) enum Event {
 pub(super) struct Report {
     /// IDs issued twice (the exact check).
     pub(super) duplicates: u64,
+    /// The same, by grants [`Report::overlaps_lost_mark`] exempts.
+    pub(super) duplicates_lost_mark: u64,
     /// Pairs of holders of one node id whose ID ranges overlap.
     pub(super) overlaps: u64,
     /// IDs not above the previous one of the same grant.
@@ -46,6 +58,14 @@ pub(super) struct Report {
     /// A fence open for a node id the store gives to someone else or nobody.
     pub(super) open_unheld: u64,
     pub(super) open_unheld_suspended: u64,
+    /// The same, for a claim made before the primary changed, within a TTL
+    /// of the change (exempt: a failover may lose the claim, and the epoch
+    /// rule keeps anyone else from the node id meanwhile).
+    pub(super) open_unheld_failover: u64,
+    /// Overlapping ranges of a holder whose floor was below a mark a
+    /// failover lost and a holder whose clock was off by more than half the
+    /// margin (exempt: the lease docs bound the clocks for that case).
+    pub(super) overlaps_lost_mark: u64,
     /// Claims of a poisoned node id.
     pub(super) poisoned_claims: u64,
     /// The first few of each, described.
@@ -62,6 +82,19 @@ pub(super) struct Report {
     pub(super) failed_starts: u64,
     pub(super) faults: [u64; 8],
     pub(super) outages: u64,
+    /// Failovers, those by a partition, and those whose promoted replica
+    /// lacked node keys or marks the old primary had.
+    pub(super) failovers: u64,
+    pub(super) partitions: u64,
+    pub(super) lossy_failovers: u64,
+    /// Node keys and marks the promoted replicas lacked.
+    pub(super) lost_claims: u64,
+    pub(super) lost_marks: u64,
+    /// For machines whose fence closed after a promotion: how long after
+    /// it the fence opened again (ns); and how many machines' fences stayed
+    /// open through one.
+    pub(super) reopened_after: Vec<u64>,
+    pub(super) never_fenced: u64,
     /// Sampled node-time (ns) up and not paused, and of it fenced.
     pub(super) up_ns: u128,
     pub(super) fenced_ns: u128,
@@ -139,21 +172,61 @@ pub(super) struct Sim {
     pub(super) machines: Vec<Machine>,
     pub(super) queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
     pub(super) pushed: u64,
+    pub(super) outage_from: u64,
     pub(super) outage_until: u64,
     pub(super) calm_from: u64,
     /// Per node id: the machines whose fence was last seen open for it.
     pub(super) open_by_node: Vec<Vec<usize>>,
     /// Per node id: the ID ranges of its holders (first, last, grant).
     pub(super) ranges: Vec<Vec<(u64, u64, u64)>>,
-    pub(super) exact: Option<HashSet<u64>>,
+    /// Every ID and the grant it was issued under (the exact check).
+    pub(super) exact: Option<HashMap<u64, u64>>,
     pub(super) report: Report,
+    /// The failover under way: the old primary, the promoted one (once it
+    /// is), and whether it is a partition.
+    pub(super) failover: Option<Failover>,
+    /// When the store's primary last changed (a promotion, a partition's
+    /// healing).
+    pub(super) changed_at: Option<u64>,
+    /// Per node id: the highest mark a failover lost (Unix ms; 0: none).
+    pub(super) lost_mark: Vec<u64>,
+    /// Per grant (by serial, from 1): whether its holder's clock kept
+    /// within half the margin of true time, and whether its floor was
+    /// below a lost mark.
+    pub(super) grant_info: Vec<GrantInfo>,
 }
+
+/// A failover under way.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Failover {
+    pub(super) old: usize,
+    pub(super) new: Option<usize>,
+    pub(super) partition: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct GrantInfo {
+    /// When its claim was made (true time).
+    pub(super) claimed: u64,
+    pub(super) clock_ok: bool,
+    pub(super) below_lost_mark: bool,
+}
+
+/// A holder's clock off from true time by more than this (ms) is outside
+/// what the lease docs assume of clocks once a failover lost marks: half
+/// the safety margin (2 s at the 10 s TTL) less the lead allowance (5 ms).
+const CLOCK_BOUND_MS: i64 = 995;
 
 impl Sim {
     pub(super) fn new(config: Config) -> Sim {
         let mut rng = Rng(config.seed);
         let store_clock = ManualClock::new(T0_MS);
-        let backend = MemoryBackend::new(store_clock.clone());
+        // Redis behind Sentinel: a primary and two replicas, one to
+        // acknowledge each claim and renewal. The primary has served the
+        // lease data for an hour (its epoch's first TTL is long over).
+        let lags = [rng.log_uniform(1, 5_000), rng.log_uniform(1, 5_000)];
+        let backend = MemoryBackend::replicated(store_clock.clone(), &lags, 1);
+        backend.set_epoch(T0_MS - HOUR / MS);
         for (node, mark) in POISONED {
             backend.set_mark(node, mark);
         }
@@ -184,6 +257,7 @@ impl Sim {
                     wall_high: 0,
                     calm_from: 0,
                     next_wake: 0,
+                    reopen: None,
                     healthy: 0,
                     issued_healthy: 0,
                     refused: [0; 6],
@@ -191,7 +265,7 @@ impl Sim {
             })
             .collect();
         let ids = 1usize << NODE_BITS;
-        let exact = config.exact.then(HashSet::new);
+        let exact = config.exact.then(HashMap::new);
         let mut sim = Sim {
             rng,
             now: 0,
@@ -200,12 +274,17 @@ impl Sim {
             machines,
             queue: BinaryHeap::new(),
             pushed: 0,
+            outage_from: 0,
             outage_until: 0,
             calm_from: 0,
             open_by_node: vec![Vec::new(); ids],
             ranges: vec![Vec::new(); ids],
             exact,
             report: Report::default(),
+            failover: None,
+            changed_at: None,
+            lost_mark: vec![0; ids],
+            grant_info: vec![GrantInfo::default()],
             config,
         };
         let ttl = sim.ttl_ns();
@@ -220,6 +299,10 @@ impl Sim {
         }
         let at = sim.rng.exp(sim.config.outage_every);
         sim.push(at, Event::Outage);
+        if sim.config.failover_every > 0 {
+            let at = sim.rng.exp(sim.config.failover_every);
+            sim.push(at, Event::Failover);
+        }
         sim.push(10 * SECOND, Event::Sweep);
         sim
     }
@@ -254,6 +337,10 @@ impl Sim {
                 Event::Restart(i) => self.restart(i),
                 Event::Outage => self.outage(),
                 Event::OutageEnd => self.outage_end(),
+                Event::Failover => self.fail_over(),
+                Event::Promote => self.promote(),
+                Event::OldBack => self.old_back(),
+                Event::Demote => self.demote(),
                 Event::Sweep => self.sweep(),
             }
         }
@@ -263,6 +350,7 @@ impl Sim {
     /// Wakes machine `i`'s keeper at `at` (if not stale): one step, then the
     /// next wake-up it asks for.
     pub(super) fn wake(&mut self, i: usize, at: u64) {
+        let ttl = self.ttl_ns();
         let m = &mut self.machines[i];
         if at != m.next_wake || !m.is_up() {
             return;
@@ -270,8 +358,20 @@ impl Sim {
         m.sync(self.now);
         let Some(p) = &mut m.process else { return };
         let due = p.keeper.step();
+        let open = p.fence.check().is_some();
         let next = m.when_mono(self.now, due).max(self.now + MS);
         m.next_wake = next;
+        if let Some((since, closed)) = m.reopen {
+            if open && closed {
+                self.report.reopened_after.push(self.now - since);
+                m.reopen = None;
+            } else if open && self.now > since + ttl {
+                self.report.never_fenced += 1;
+                m.reopen = None;
+            } else if !open {
+                m.reopen = Some((since, true));
+            }
+        }
         self.push(next, Event::Wake(i));
         self.saw_fence(i);
     }
@@ -289,20 +389,37 @@ impl Sim {
     /// After machine `i`'s keeper ran: if its fence opened a new grant,
     /// check that no other fence is open for that node id.
     pub(super) fn saw_fence(&mut self, i: usize) {
-        let Some(p) = &self.machines[i].process else {
+        let wall_now = self.machines[i].wall.now_ms();
+        let Some(p) = &mut self.machines[i].process else {
             return;
         };
+        let held = p.keeper.held_claim();
+        if let Some((claim, true)) = held
+            && p.waiting_wall.is_none_or(|(c, _, _)| c != claim)
+        {
+            p.waiting_wall = Some((claim, wall_now, self.now));
+        }
         let Some((g, ticket)) = p.fence.check() else {
             return;
         };
         if ticket == p.ticket {
             return;
         }
+        // A claim that waited made the grant earlier: its floor is bounded
+        // against the clock then. Its wait ended late if the VM was
+        // suspended meanwhile.
+        let held = held.map(|(claim, _)| claim);
+        let (claimed_at_wall, claimed, suspended_waiting) = match p.waiting_wall.take() {
+            Some((claim, wall, at)) if Some(claim) == held => {
+                (wall, at, p.suspended_waiting.take() == Some(claim))
+            }
+            _ => (wall_now, self.now, false),
+        };
         let node = node_of(g.node_bits);
         self.report.grants += 1;
         let grant = self.report.grants;
         // How long this grant makes the generator wait for its floor.
-        let wait = (EPOCH_MS + g.floor + 1).saturating_sub(self.machines[i].wall.now_ms());
+        let wait = (EPOCH_MS + g.floor + 1).saturating_sub(claimed_at_wall);
         self.report.longest_floor_wait_ms = self.report.longest_floor_wait_ms.max(wait);
         let skipped = p.keeper.skipped().count;
         if skipped > 0 {
@@ -316,11 +433,18 @@ impl Sim {
                 self.now
             ));
         }
+        let m = &self.machines[i];
+        let lost = self.lost_mark[node as usize];
+        self.grant_info.push(GrantInfo {
+            claimed,
+            clock_ok: m.skew_ms.abs() <= CLOCK_BOUND_MS && m.correct_at == 0,
+            below_lost_mark: lost != 0 && EPOCH_MS + g.floor < lost,
+        });
         self.close_stretch(i);
         let p = self.machines[i].process.as_mut().expect("up");
         p.ticket = ticket;
         p.grant = grant;
-        p.suspended_in_grant = false;
+        p.suspended_in_grant = suspended_waiting;
         p.floor_high = p.floor_high.max(g.floor);
         let others = std::mem::take(&mut self.open_by_node[node as usize]);
         let mut still = Vec::with_capacity(others.len() + 1);
@@ -329,10 +453,12 @@ impl Sim {
                 continue;
             }
             if self.open_for(j) == Some(node) {
-                let exempt = self.machines[j]
-                    .process
-                    .as_ref()
-                    .is_some_and(|p| p.suspended_in_grant);
+                let exempt = [i, j].iter().any(|&k| {
+                    self.machines[k]
+                        .process
+                        .as_ref()
+                        .is_some_and(|p| p.suspended_in_grant)
+                });
                 if exempt {
                     self.report.two_holders_suspended += 1;
                 } else {
@@ -364,11 +490,20 @@ impl Sim {
         let Some(p) = &self.machines[i].process else {
             return;
         };
-        if self.backend.holder_of(node) == Some(p.holder) {
+        if self.backend.holds(node, p.holder) {
             return;
         }
+        let ttl = self.ttl_ns();
+        let after_change = self.changed_at.is_some_and(|at| {
+            self.now < at + ttl
+                && self
+                    .grant_claimed(p.grant)
+                    .is_some_and(|claimed| claimed <= at)
+        });
         if p.suspended_in_grant {
             self.report.open_unheld_suspended += 1;
+        } else if after_change {
+            self.report.open_unheld_failover += 1;
         } else {
             self.report.open_unheld += 1;
             self.report.note(format!(
@@ -392,6 +527,7 @@ impl Sim {
         m.is_up()
             && m.link.is_none()
             && self.outage_until <= self.now
+            && self.failover.is_none()
             && self.now >= m.calm_from
             && self.now >= self.calm_from
             && !rolled_back
@@ -461,12 +597,17 @@ impl Sim {
     pub(super) fn record(&mut self, i: usize, id: Id) {
         let id = id.to_u64();
         self.report.ids += 1;
+        let grant = self.machines[i].process.as_ref().map_or(0, |p| p.grant);
         if let Some(exact) = &mut self.exact
-            && !exact.insert(id)
+            && let Some(before) = exact.insert(id, grant)
         {
-            self.report.duplicates += 1;
-            self.report
-                .note(format!("t={} machine {i} issued {id} again", self.now));
+            if self.lost_mark_exempt(grant, before) {
+                self.report.duplicates_lost_mark += 1;
+            } else {
+                self.report.duplicates += 1;
+                self.report
+                    .note(format!("t={} machine {i} issued {id} again", self.now));
+            }
         }
         let node = node_of(id);
         let p = self.machines[i].process.as_mut().expect("up");
@@ -518,6 +659,9 @@ impl Sim {
         };
         self.report.faults[kind] += 1;
         let now = self.now;
+        if kind != 4 && kind != 5 {
+            self.machines[i].reopen = None;
+        }
         match kind {
             0 | 1 => {
                 self.machines[i].sync(now);
@@ -550,6 +694,10 @@ impl Sim {
                     && let Some(p) = &mut m.process
                 {
                     p.suspended_in_grant = true;
+                    p.suspended_waiting = match p.keeper.held_claim() {
+                        Some((claim, true)) => Some(claim),
+                        _ => None,
+                    };
                 }
                 self.push(now + freeze.1, Event::Heal(i));
             }
@@ -565,6 +713,11 @@ impl Sim {
                 m.correct_at = now + correct;
                 m.calm_from = m.calm_from.max(now + grace);
                 m.sync(now);
+                if m.skew_ms.abs() > CLOCK_BOUND_MS
+                    && let Some(p) = &m.process
+                {
+                    self.grant_info[p.grant as usize].clock_ok = false;
+                }
                 self.push(now + correct, Event::Heal(i));
             }
             _ => {
@@ -652,7 +805,12 @@ impl Sim {
         let length = self.rng.log_uniform(SECOND, 4 * self.ttl_ns());
         self.report.outages += 1;
         self.backend.set_down(true);
+        self.outage_from = self.now;
         self.outage_until = self.now + length;
+        // Fences reopen after the outage, not the failover.
+        for m in &mut self.machines {
+            m.reopen = None;
+        }
         self.push(self.outage_until, Event::OutageEnd);
         let next = self.outage_until + self.rng.exp(self.config.outage_every);
         self.push(next, Event::Outage);
@@ -660,7 +818,175 @@ impl Sim {
 
     pub(super) fn outage_end(&mut self) {
         self.backend.set_down(false);
-        self.calm_from = self.now + self.grace();
+        // A primary promoted shortly before or during the outage may start
+        // its epoch only now: claims wait a TTL more.
+        let ttl = self.ttl_ns();
+        let epoch_pending = self
+            .changed_at
+            .is_some_and(|at| at + ttl + SECOND > self.outage_from);
+        let calm = if epoch_pending { ttl + SECOND } else { 0 };
+        self.calm_from = self.calm_from.max(self.now + calm + self.grace());
+    }
+
+    fn lost_mark_exempt(&self, a: u64, b: u64) -> bool {
+        lost_mark_exempt(&self.grant_info, a, b)
+    }
+
+    /// When the claim of grant `grant` was made.
+    pub(super) fn grant_claimed(&self, grant: u64) -> Option<u64> {
+        self.grant_info.get(grant as usize).map(|g| g.claimed)
+    }
+
+    /// The store's primary stops answering (paused), or is cut off from
+    /// the sentinels and the other replica with a replica of its own (a
+    /// partition: its clients still reach it, and it still has a replica to
+    /// acknowledge). The sentinels promote a replica after their down-after.
+    pub(super) fn fail_over(&mut self) {
+        let partition = self.rng.one_in(4);
+        let mate = self.rng.below(2) as usize;
+        let old = self.backend.servers(|servers, _| {
+            let old = servers.named;
+            if partition {
+                let replicas: Vec<usize> = (0..servers.all.len())
+                    .filter(|&r| servers.all[r].follows == Some(old))
+                    .collect();
+                servers.all[old].side = 1;
+                servers.all[replicas[mate % replicas.len()]].side = 1;
+            } else {
+                servers.all[old].paused = true;
+            }
+            old
+        });
+        self.report.failovers += 1;
+        self.report.partitions += u64::from(partition);
+        self.failover = Some(Failover {
+            old,
+            new: None,
+            partition,
+        });
+        for m in &mut self.machines {
+            m.reopen = None;
+        }
+        let down_after = self.rng.log_uniform(SECOND, 12 * SECOND);
+        self.push(self.now + down_after, Event::Promote);
+    }
+
+    /// The sentinels promote a replica that they can reach: the one that has
+    /// the most of the old primary's writes, or (as when that one is down
+    /// too) another, which may lack writes the old primary acknowledged.
+    pub(super) fn promote(&mut self) {
+        let Some(failover) = self.failover else {
+            return;
+        };
+        let freshest = self.rng.one_in(2);
+        let pick = self.rng.next();
+        let (new, lost_claims, lost_marks) = self.backend.servers(|servers, now| {
+            let candidates: Vec<usize> = (0..servers.all.len())
+                .filter(|&r| {
+                    let s = &servers.all[r];
+                    s.follows == Some(failover.old) && s.side == 0 && !s.paused
+                })
+                .collect();
+            let new = match servers.freshest_replica(failover.old) {
+                Some(r) if freshest && candidates.contains(&r) => r,
+                _ => candidates[(pick % candidates.len() as u64) as usize],
+            };
+            let (claims, marks) = lost(servers, failover.old, new, now, &mut self.lost_mark);
+            servers.promote(new);
+            servers.stale = Some(failover.old);
+            (new, claims, marks)
+        });
+        self.note_lost(lost_claims, lost_marks);
+        self.changed_at = Some(self.now);
+        self.failover = Some(Failover {
+            new: Some(new),
+            ..failover
+        });
+        let ttl = self.ttl_ns();
+        if failover.partition {
+            let heal = self.rng.log_uniform(SECOND, 20 * SECOND);
+            self.push(self.now + heal, Event::Demote);
+        } else {
+            // The clients see a primary again: count how long each fenced
+            // machine takes to issue (unless the store is down too).
+            for m in &mut self.machines {
+                if m.is_up() && m.link.is_none() && self.outage_until <= self.now {
+                    m.reopen = Some((self.now, false));
+                }
+            }
+            self.calm_from = self.calm_from.max(self.now + ttl + SECOND + self.grace());
+            let back = self.rng.below(10 * SECOND);
+            self.push(self.now + back, Event::OldBack);
+        }
+        // The next failover loses what lags like these leave behind.
+        let lags = [
+            self.rng.log_uniform(1, 5_000),
+            self.rng.log_uniform(1, 5_000),
+        ];
+        self.backend.servers(|servers, _| {
+            let replicas = (0..servers.all.len()).filter(|&r| r != new);
+            for (r, lag) in replicas.zip(lags) {
+                servers.all[r].lag_ms = lag;
+            }
+        });
+    }
+
+    fn note_lost(&mut self, claims: u64, marks: u64) {
+        self.report.lost_claims += claims;
+        self.report.lost_marks += marks;
+        if claims + marks > 0 {
+            self.report.lossy_failovers += 1;
+        }
+    }
+
+    /// The paused old primary resumes: a primary by its own view, without
+    /// replicas, until the sentinels demote it (after up to 15 s, as they
+    /// notice it).
+    pub(super) fn old_back(&mut self) {
+        let Some(failover) = self.failover else {
+            return;
+        };
+        self.backend
+            .servers(|servers, _| servers.all[failover.old].paused = false);
+        let window = self.rng.between(SECOND, 15 * SECOND);
+        self.push(self.now + window, Event::Demote);
+    }
+
+    /// The old primary becomes a replica of the new one (a partition heals:
+    /// what its side wrote meanwhile is lost); the next failover comes.
+    pub(super) fn demote(&mut self) {
+        let Some(Failover {
+            old,
+            new: Some(new),
+            partition,
+        }) = self.failover.take()
+        else {
+            return;
+        };
+        let (claims, marks) = self.backend.servers(|servers, now| {
+            let lost = if partition {
+                lost(servers, old, new, now, &mut self.lost_mark)
+            } else {
+                (0, 0)
+            };
+            for s in 0..servers.all.len() {
+                if s != new && servers.all[s].side != 0 {
+                    servers.all[s].side = 0;
+                    servers.resync(s, new);
+                }
+            }
+            servers.resync(old, new);
+            lost
+        });
+        if partition {
+            self.note_lost(claims, marks);
+            self.changed_at = Some(self.now);
+        }
+        self.calm_from = self
+            .calm_from
+            .max(self.now + self.ttl_ns() + SECOND + self.grace());
+        let next = self.now + self.rng.exp(self.config.failover_every);
+        self.push(next, Event::Failover);
     }
 
     /// Every ten simulated seconds: at most one open fence per node id, each
@@ -719,6 +1045,10 @@ impl Sim {
                 if let Some((high, by)) = reach
                     && first <= high
                 {
+                    if lost_mark_exempt(&self.grant_info, grant, by) {
+                        self.report.overlaps_lost_mark += 1;
+                        continue;
+                    }
                     self.report.overlaps += 1;
                     if self.report.examples.len() < 12 {
                         self.report.examples.push(format!(
@@ -790,4 +1120,39 @@ impl Sim {
         }
         self.report
     }
+}
+
+/// What primary `new` lacks of primary `old`'s data: node keys live on
+/// `old` that `new` does not have (the same claim), and marks lower on
+/// `new`, whose `old` values raise `lost_mark`.
+fn lost(
+    servers: &Servers,
+    old: usize,
+    new: usize,
+    now_ms: u64,
+    lost_mark: &mut [u64],
+) -> (u64, u64) {
+    let (old, new) = (&servers.all[old].data, &servers.all[new].data);
+    let claims = old
+        .nodes
+        .iter()
+        .filter(|&(&node, key)| key.expires_ms > now_ms && new.live(node, now_ms) != Some(*key))
+        .count() as u64;
+    let mut marks = 0;
+    for (&node, &mark) in &old.marks {
+        if new.marks.get(&node).is_none_or(|&m| m < mark) {
+            marks += 1;
+            let lost = &mut lost_mark[node as usize];
+            *lost = (*lost).max(mark);
+        }
+    }
+    (claims, marks)
+}
+
+/// Whether two grants' IDs may meet because a failover lost the mark one of
+/// them started from while a clock was off by more than the lease docs
+/// allow for that case.
+fn lost_mark_exempt(info: &[GrantInfo], a: u64, b: u64) -> bool {
+    let (a, b) = (info[a as usize], info[b as usize]);
+    (a.below_lost_mark || b.below_lost_mark) && !(a.clock_ok && b.clock_ok)
 }

@@ -191,7 +191,7 @@ impl Config {
         ];
         Config {
             store,
-            redis_url: RedisUrl::Initial,
+            redis_url: RedisUrl::Sentinel,
             workers: 5,
             ttl: Duration::from_secs(3),
             lifetime: (Duration::from_secs(15), Duration::from_secs(40)),
@@ -1204,6 +1204,9 @@ pub fn planted_open_fence(store: StoreKind, exe: &Path, dir: &Path) -> Report {
                 promoted,
                 "Sentinel did not fail over within {FAILOVER_WITHIN:?}"
             );
+            // The promoted replica needs a replica of its own to grant
+            // leases: the old primary, once the sentinels demote it.
+            cluster.heal(cut);
             fleet.spawn(&plant_spec(honest_store, &prefix, Plant::None))
         }
     };
@@ -1221,42 +1224,43 @@ pub fn planted_open_fence(store: StoreKind, exe: &Path, dir: &Path) -> Report {
 
 /// "A claim that ignores the predecessor's deadline under a failover"
 /// ([`Plant::EagerClaim`]), or with `Plant::None` the same scenario with an
-/// honest claimer (the control): worker A holds node id 0 on the primary;
-/// the primary is cut off from the replica and the sentinels (not from
-/// the workers), so A's renewals still succeed there but no longer
-/// replicate, and Sentinel promotes the replica; worker B, started after
-/// the failover, claims node id 0 on it once the replicated claim expires.
-/// Both workers find the primary through the sentinels when they start.
+/// honest claimer (the control). Worker A holds node id 0 with
+/// `Lease::redis` on the primary (no `WAIT`) while the primary is cut off
+/// from its replica, so A's claim never reaches it. The primary is paused
+/// and Sentinel promotes the replica without A's claim. The old primary
+/// resumes (its cut healed) and serves A as a primary until the sentinels
+/// demote it; A issues until its deadline after that. Worker B, a Sentinel
+/// lease started after the promotion, claims node id 0 on the new primary
+/// once its epoch can start (the demoted primary is its replica). Both
+/// hold a 10 s TTL, so that A's last lease outlasts B's claim by seconds.
 /// Returns the checker's report on the run kept in `dir`.
 ///
-/// With `Lease::redis` (one URL, no Sentinel) A keeps issuing on the old
-/// primary, and B issues as soon as it claims: both the planted and the
-/// honest claimer overlap A. A lease that follows Sentinel and waits out
-/// the predecessor's deadline must keep the control clean, and the planted
-/// bug must still be caught.
+/// An honest B waits out the epoch's TTL, past A's deadline: the control
+/// stays clean. The planted B issues at once and overlaps A.
 pub fn failover_claim(plant: Plant, exe: &Path, dir: &Path) -> Report {
+    const TTL: Duration = Duration::from_secs(10);
     let mut cluster = Cluster::start(StoreKind::Redis);
     let mut fleet = Fleet::new(dir, exe);
     let prefix = flakeid_test_servers::unique_prefix("failover-claim");
     let primary = cluster.leader().expect("a primary");
-    let a = fleet.spawn(&plant_spec(cluster.sentinel_store(), &prefix, Plant::None));
+    let members = cluster.members();
+    let (old, replica) = (members[primary].addr, members[1 - primary].addr);
+    cluster.firewall.cut(old, replica);
+    let a = fleet.spawn(&WorkerSpec {
+        ttl: TTL,
+        ..plant_spec(
+            Store::Redis(cluster.redis_url(primary)),
+            &prefix,
+            Plant::None,
+        )
+    });
     expect(
         &mut fleet,
         Duration::from_secs(30),
         "worker A issuing",
         |v| v[a].built && v[a].ids > 0,
     );
-    let members = cluster.members();
-    let old = members[primary].addr;
-    let rest: Vec<std::net::Ipv4Addr> = members
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != primary)
-        .map(|(_, m)| m.addr)
-        .collect();
-    for &other in &rest {
-        cluster.firewall.cut(old, other);
-    }
+    cluster.member_mut(primary).pause();
     let began = Instant::now();
     let promoted = loop {
         match cluster.leader() {
@@ -1269,17 +1273,26 @@ pub fn failover_claim(plant: Plant, exe: &Path, dir: &Path) -> Report {
         promoted,
         "Sentinel did not fail over within {FAILOVER_WITHIN:?}"
     );
-    let b = fleet.spawn(&plant_spec(cluster.sentinel_store(), &prefix, plant));
+    cluster.firewall.uncut(old, replica);
+    cluster.member_mut(primary).resume();
+    expect(
+        &mut fleet,
+        Duration::from_secs(60),
+        "worker A issuing on the resumed primary",
+        |v| !v[a].fenced && v[a].last_ms + 1_000 > crate::wall_ms(),
+    );
+    let b = fleet.spawn(&WorkerSpec {
+        ttl: TTL,
+        ..plant_spec(cluster.sentinel_store(), &prefix, plant)
+    });
     expect(
         &mut fleet,
         Duration::from_secs(120),
         "worker B claiming node id 0",
         |v| v[b].built,
     );
-    // A must still be issuing, and B issue, for a verdict either way:
-    // wait until both issued a second past B's claim, or (an honest B, a
-    // lease that waits) until B's claim is a TTL and a second old and A has
-    // stopped.
+    // A verdict either way: both issued a second past B's claim, or B
+    // issued a TTL and a second after it.
     let claimed_ms = crate::wall_ms();
     expect(
         &mut fleet,
@@ -1289,12 +1302,9 @@ pub fn failover_claim(plant: Plant, exe: &Path, dir: &Path) -> Report {
             let past = claimed_ms + 1_000;
             let a_on = v[a].last_ms >= past && !v[a].fenced;
             let b_on = v[b].last_ms >= past;
-            (a_on && b_on) || (v[b].last_ms >= claimed_ms + PLANT_TTL.as_millis() as u64 + 1_000)
+            (a_on && b_on) || (v[b].last_ms >= claimed_ms + TTL.as_millis() as u64 + 1_000)
         },
     );
-    for &other in &rest {
-        cluster.firewall.uncut(old, other);
-    }
     fleet.stop_all(Duration::from_secs(20));
     check(dir)
 }

@@ -64,10 +64,8 @@ pub enum Store {
     Etcd(Vec<String>),
     /// `Lease::redis` with this URL.
     Redis(String),
-    /// Redis behind these sentinels, monitoring this master name. Until
-    /// flakeid has a lease that follows Sentinel, the worker asks the
-    /// sentinels for the primary once, when it builds, and uses
-    /// `Lease::redis` on it: the lease does not follow a failover.
+    /// `Lease::redis_sentinel` with these sentinels (`host:port`) and this
+    /// master name: it follows the primary through failovers.
     Sentinel(Vec<String>, String),
 }
 
@@ -181,32 +179,12 @@ fn lease(args: &Args) -> Result<Lease, String> {
     let lease = match &args.store {
         Store::Etcd(endpoints) => Lease::etcd(endpoints.clone()),
         Store::Redis(url) => Lease::redis(url.clone()),
-        Store::Sentinel(sentinels, master) => {
-            let primary = sentinels
-                .iter()
-                .filter_map(|s| s.parse().ok())
-                .find_map(|s| primary_of(s, master))
-                .ok_or("no sentinel named a primary")?;
-            Lease::redis(format!("redis://{primary}/"))
-        }
+        Store::Sentinel(sentinels, master) => Lease::redis_sentinel(sentinels.clone(), master),
     };
     Ok(lease
         .prefix(&args.prefix)
         .ttl(args.ttl)
         .node_ids(args.nodes.clone()))
-}
-
-fn primary_of(sentinel: std::net::SocketAddr, master: &str) -> Option<String> {
-    use flakeid_test_servers::{Resp, redis_command};
-    let reply = redis_command(sentinel, &["SENTINEL", "get-master-addr-by-name", master])?;
-    let Resp::Array(Some(items)) = reply else {
-        return None;
-    };
-    Some(format!(
-        "{}:{}",
-        items.first()?.text()?,
-        items.get(1)?.text()?
-    ))
 }
 
 /// Reports the lease keeper's events (renewal failures say which request

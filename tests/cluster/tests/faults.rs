@@ -66,9 +66,8 @@ fn etcd_short_run_issues_no_id_twice() {
     short_run(StoreKind::Etcd);
 }
 
-/// Redis behind Sentinel, every worker's `Lease::redis` on the primary
-/// the run started with (a lease cannot follow a failover): the same
-/// faults, the same safety.
+/// Redis behind Sentinel, every worker's `Lease::redis_sentinel` following
+/// the primary through failovers: the same faults, the same safety.
 #[test]
 fn redis_short_run_issues_no_id_twice() {
     short_run(StoreKind::Redis);
@@ -109,12 +108,10 @@ fn an_eager_claim_is_caught_on_a_sentinel_failover() {
     assert_caught(&failover_claim(Plant::EagerClaim, &worker(), dir.path()));
 }
 
-/// The control of the test above, with an honest claimer: it must stay
-/// clean once flakeid has a lease that follows Sentinel (the worker's
-/// `Store::Sentinel`) and waits out the previous holder's deadline. With
-/// `Lease::redis` on one URL it overlaps.
+/// The control of the test above, with an honest claimer: the Sentinel
+/// lease (the worker's `Store::Sentinel`) waits out the previous holder's
+/// deadline, and the run stays clean.
 #[test]
-#[ignore = "Lease::redis cannot follow a Sentinel failover; run once the Sentinel lease is in"]
 fn an_honest_claim_is_safe_through_a_sentinel_failover() {
     let dir = RunDir::new("honest-claim");
     let report = failover_claim(Plant::None, &worker(), dir.path());

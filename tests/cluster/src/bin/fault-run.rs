@@ -44,8 +44,9 @@ const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--fault
     Runs until at least --faults faults were injected and at least --minutes passed (each \
     fault is bounded in time; the run stops after twice the minutes, or an hour if that is \
     longer, regardless).\n\
-    --redis-url: the primary when the run started, for every worker (default); the \
-    primary the sentinels name when each worker starts; or the sentinels themselves\n\
+    --redis-url: Lease::redis on the primary when the run started, for every worker \
+    (default), or on the primary the sentinels name when each worker starts; sentinel: \
+    Lease::redis_sentinel, which follows the primary through failovers\n\
     --etcd-pre-vote: start etcd with --pre-vote (off by default in etcd 3.4)\n\
     --kinds: only these faults (default: every kind; names as the report prints them)\n\
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";

@@ -1,0 +1,751 @@
+//! An in-process lease store, for the crate's tests and the fleet
+//! simulation: the claim, renew and release rules of the etcd and Redis
+//! backends over data that every keeper made from a [`MemoryBackend`]
+//! shares, with node keys expiring by the store's own (injected) clock and
+//! faults on demand: an outage, a holder cut off, answers lost or late.
+//!
+//! The store is one server, or (`MemoryBackend::replicated`) Redis behind
+//! Sentinel: a primary and replicas with asynchronous replication
+//! (`servers.rs`), `WAIT` after claims and renewals, the epoch rule, and
+//! failovers that the test drives (a failover loses what the promoted
+//! replica had not received, and the deposed primary answers until it is
+//! demoted), each keeper talking to the primary it resolved until a request
+//! fails.
+//!
+//! [`SimNode`] is one generator with its keeper on that store, on clocks the
+//! test moves, stepped by the test: no thread, nothing real-time.
+
+mod node;
+mod servers;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::error::LeaseError;
+use crate::lease::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
+
+pub(crate) use node::{Last, Recorder, SimNode, build_leased};
+pub(crate) use servers::Servers;
+use servers::Write;
+
+/// What goes wrong between one holder and the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Requests never reach the store (a partition): each fails as
+    /// unreachable, and nothing changes in the store.
+    Cut,
+    /// Requests are applied but their answers are lost: each fails as
+    /// unreachable although the store did what it asked.
+    RepliesLost,
+}
+
+/// A node key: who holds the node id, until when (store milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NodeKey {
+    /// The holder ([`MemoryStore::holder`]).
+    pub(crate) holder: u64,
+    /// This claim's own handle (an etcd lease's id): a later claim of the
+    /// same node id by the same holder is a different claim.
+    handle: i64,
+    /// The store's clock at which the key expires.
+    pub(crate) expires_ms: u64,
+}
+
+/// Run with the store's lock released, as a request is answered.
+type Hook = Arc<dyn Fn() + Send + Sync>;
+
+struct Table {
+    clock: Arc<dyn Clock>,
+    servers: Servers,
+    /// Replicas that must acknowledge each claim and renewal (`WAIT`).
+    acks: u32,
+    /// Claims follow the epoch rule (Sentinel).
+    epoch_rule: bool,
+    down: bool,
+    faults: HashMap<u64, Fault>,
+    hooks: HashMap<u64, Hook>,
+    next_holder: u64,
+    next_handle: i64,
+    requests: u64,
+}
+
+impl Table {
+    /// The data of the primary the sentinels name.
+    fn named(&self) -> &servers::Data {
+        &self.servers.all[self.servers.named].data
+    }
+}
+
+/// The shared store: clones are the same store.
+#[derive(Clone)]
+pub(crate) struct MemoryBackend {
+    table: Arc<Mutex<Table>>,
+}
+
+#[allow(
+    dead_code,
+    reason = "the fleet simulation's API; not every test uses all of it"
+)]
+impl MemoryBackend {
+    /// An empty store on one server whose node keys expire by `clock` (the
+    /// simulation's true time, say a [`ManualClock`]).
+    pub(crate) fn new(clock: impl Clock + 'static) -> MemoryBackend {
+        MemoryBackend::with(clock, Servers::new(&[]), 0, false)
+    }
+
+    /// An empty store behind Sentinel: a primary, a replica per entry of
+    /// `lags` (how far behind it applies writes, ms), `acks` replicas to
+    /// acknowledge each claim and renewal, and the epoch rule.
+    pub(crate) fn replicated(
+        clock: impl Clock + 'static,
+        lags: &[u64],
+        acks: u32,
+    ) -> MemoryBackend {
+        MemoryBackend::with(clock, Servers::new(lags), acks, true)
+    }
+
+    fn with(
+        clock: impl Clock + 'static,
+        servers: Servers,
+        acks: u32,
+        epoch_rule: bool,
+    ) -> MemoryBackend {
+        MemoryBackend {
+            table: Arc::new(Mutex::new(Table {
+                clock: Arc::new(clock),
+                servers,
+                acks,
+                epoch_rule,
+                down: false,
+                faults: HashMap::new(),
+                hooks: HashMap::new(),
+                next_holder: 1,
+                next_handle: 1,
+                requests: 0,
+            })),
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A connection for one keeper: a holder of its own, the TTL of
+    /// `settings` (exact, to the millisecond rounded up).
+    pub(crate) fn store(&self, settings: &Settings) -> MemoryStore {
+        let mut table = self.table();
+        let holder = table.next_holder;
+        table.next_holder += 1;
+        MemoryStore {
+            backend: self.clone(),
+            holder,
+            ttl_ms: u64::try_from(settings.ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
+            timeout: settings.connect_timeout,
+            connected: None,
+            ignore_renewal_acks: false,
+        }
+    }
+
+    /// The store's clock.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.table().clock.now_ms()
+    }
+
+    /// An outage: while `down`, every request of every holder fails as
+    /// unreachable and changes nothing.
+    pub(crate) fn set_down(&self, down: bool) {
+        self.table().down = down;
+    }
+
+    /// A fault between `holder` and the store (`None`: healthy again).
+    pub(crate) fn set_fault(&self, holder: u64, fault: Option<Fault>) {
+        let mut table = self.table();
+        match fault {
+            Some(fault) => table.faults.insert(holder, fault),
+            None => table.faults.remove(&holder),
+        };
+    }
+
+    /// Runs `hook` each time a request of `holder` has been applied, before
+    /// its answer is returned (`None`: no more): moving that holder's clocks
+    /// in it makes an answer arrive late.
+    pub(crate) fn on_answer(&self, holder: u64, hook: Option<Hook>) {
+        let mut table = self.table();
+        match hook {
+            Some(hook) => table.hooks.insert(holder, hook),
+            None => table.hooks.remove(&holder),
+        };
+    }
+
+    /// Writes a node id's mark on the named primary, as an operator (or a
+    /// bad clock) could.
+    pub(crate) fn set_mark(&self, node: u64, mark_ms: u64) {
+        let mut table = self.table();
+        let (now, named) = (table.clock.now_ms(), table.servers.named);
+        table.servers.write(named, now, Write::Mark(node, mark_ms));
+    }
+
+    /// Starts the named primary's epoch at `since_ms` (store time), as if
+    /// it had served the lease data since then.
+    pub(crate) fn set_epoch(&self, since_ms: u64) {
+        let mut table = self.table();
+        let named = table.servers.named;
+        let replid = table.servers.all[named].replid;
+        table
+            .servers
+            .write(named, since_ms, Write::Epoch((replid, since_ms)));
+    }
+
+    /// A node id's mark on the named primary (`None`: never written).
+    pub(crate) fn mark(&self, node: u64) -> Option<u64> {
+        self.table().named().marks.get(&node).copied()
+    }
+
+    /// The holder of a node id now, on the named primary, by the store's
+    /// clock.
+    pub(crate) fn holder_of(&self, node: u64) -> Option<u64> {
+        let table = self.table();
+        let now = table.clock.now_ms();
+        table.named().live(node, now).map(|key| key.holder)
+    }
+
+    /// Whether any server that takes itself for a primary (the named one,
+    /// a deposed one, a paused one) gives `node` to `holder` now.
+    pub(crate) fn holds(&self, node: u64, holder: u64) -> bool {
+        let table = self.table();
+        let now = table.clock.now_ms();
+        table.servers.all.iter().any(|s| {
+            s.follows.is_none() && s.data.live(node, now).is_some_and(|k| k.holder == holder)
+        })
+    }
+
+    /// The node ids held now on the named primary, with their keys, by the
+    /// store's clock.
+    pub(crate) fn held(&self) -> Vec<(u64, NodeKey)> {
+        let table = self.table();
+        let now = table.clock.now_ms();
+        table
+            .named()
+            .nodes
+            .iter()
+            .filter(|(_, key)| key.expires_ms > now)
+            .map(|(node, key)| (*node, *key))
+            .collect()
+    }
+
+    /// Requests that reached the store so far.
+    pub(crate) fn requests(&self) -> u64 {
+        self.table().requests
+    }
+
+    /// Drives the servers (a failover, a partition): `f` gets them with
+    /// their replication brought up to now, and the store's time.
+    pub(crate) fn servers<T>(&self, f: impl FnOnce(&mut Servers, u64) -> T) -> T {
+        let mut table = self.table();
+        let now = table.clock.now_ms();
+        table.servers.replicate(now);
+        f(&mut table.servers, now)
+    }
+}
+
+/// One keeper's connection to a [`MemoryBackend`].
+pub(crate) struct MemoryStore {
+    backend: MemoryBackend,
+    holder: u64,
+    ttl_ms: u64,
+    timeout: Duration,
+    /// The server it talks to, resolved through the sentinels when it has
+    /// none, and dropped after a failed request.
+    connected: Option<usize>,
+    /// A planted bug: a renewal too few replicas acknowledged counts.
+    pub(crate) ignore_renewal_acks: bool,
+}
+
+impl MemoryStore {
+    /// This connection's holder id.
+    pub(crate) fn holder(&self) -> u64 {
+        self.holder
+    }
+
+    /// Runs one request on the server this keeper talks to (resolved first
+    /// if need be), at the store's time, unless a fault stops it or loses
+    /// its answer. `apply`'s `Err` is a failure the keeper sees as the store
+    /// unreachable (a paused or demoted server, too few replicas), after
+    /// which it resolves the primary again.
+    fn request<T>(
+        &mut self,
+        what: &str,
+        apply: impl FnOnce(&mut Table, usize, u64) -> Result<T, String>,
+    ) -> Result<T, LeaseError> {
+        let (answer, hook) = {
+            let mut table = self.backend.table();
+            let fault = table.faults.get(&self.holder).copied();
+            if table.down || fault == Some(Fault::Cut) {
+                return Err(self.unreachable(what, "no answer"));
+            }
+            table.requests += 1;
+            let now = table.clock.now_ms();
+            table.servers.replicate(now);
+            let (server, new) = match self.connected {
+                Some(server) => (server, false),
+                None => (table.servers.resolve(), true),
+            };
+            if table.servers.all[server].paused {
+                self.connected = None;
+                return Err(self.unreachable(what, "no answer"));
+            }
+            self.connected = Some(server);
+            if new && table.epoch_rule {
+                touch_epoch(&mut table, server, now);
+            }
+            let answer = apply(&mut table, server, now);
+            if answer.is_err() {
+                self.connected = None;
+            }
+            let hook = table.hooks.get(&self.holder).cloned();
+            if fault == Some(Fault::RepliesLost) {
+                (None, hook)
+            } else {
+                (Some(answer), hook)
+            }
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+        match answer {
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(reason)) => Err(self.unreachable(what, &reason)),
+            None => Err(self.unreachable(what, "no answer")),
+        }
+    }
+
+    fn unreachable(&self, what: &str, reason: &str) -> LeaseError {
+        LeaseError::Unreachable {
+            server: "memory".into(),
+            waited: self.timeout,
+            reason: format!("{what}: {reason}"),
+        }
+    }
+}
+
+/// As the Redis store does on reaching a primary: starts its epoch if it
+/// is new to the data and has its replicas.
+fn touch_epoch(table: &mut Table, s: usize, now: u64) {
+    let server = &table.servers.all[s];
+    let current = server
+        .data
+        .epoch
+        .is_some_and(|(replid, _)| replid == server.replid);
+    if server.follows.is_none() && !current && table.servers.online(s) >= table.acks {
+        let replid = server.replid;
+        table.servers.write(s, now, Write::Epoch((replid, now)));
+    }
+}
+
+/// A write on a replica is refused.
+fn writable(table: &Table, server: usize) -> Result<(), String> {
+    match table.servers.all[server].follows {
+        Some(_) => Err("READONLY You can't write against a read only replica".into()),
+        None => Ok(()),
+    }
+}
+
+impl Store for MemoryStore {
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
+        let (holder, ttl_ms) = (self.holder, self.ttl_ms);
+        self.request("claim a node id", |table, s, now| {
+            writable(table, s)?;
+            let acks = table.acks;
+            let mut wait_ms = 0;
+            if table.epoch_rule {
+                let server = &table.servers.all[s];
+                match server.data.epoch {
+                    Some((replid, since)) if replid == server.replid => {
+                        wait_ms = since.saturating_add(ttl_ms).saturating_sub(now);
+                    }
+                    _ => {
+                        let online = table.servers.online(s);
+                        if online < acks {
+                            return Err(format!(
+                                "FLAKEID_REPLICAS {online} of {acks} replicas online"
+                            ));
+                        }
+                        let replid = server.replid;
+                        table.servers.write(s, now, Write::Epoch((replid, now)));
+                        wait_ms = ttl_ms;
+                    }
+                }
+            }
+            let mut skipped = Skipped::default();
+            let mut claimed = None;
+            for node in ask.first..=ask.last {
+                let data = &table.servers.all[s].data;
+                if data.live(node, now).is_some() {
+                    continue;
+                }
+                let mark_ms = data.marks.get(&node).copied().unwrap_or(0);
+                match ask.takes(mark_ms) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(()) => {
+                        skipped.add(node, mark_ms);
+                        continue;
+                    }
+                }
+                let handle = table.next_handle;
+                table.next_handle += 1;
+                let key = NodeKey {
+                    holder,
+                    handle,
+                    expires_ms: now.saturating_add(ttl_ms),
+                };
+                table.servers.write(s, now, Write::Node(node, Some(key)));
+                let ceiling_ms = mark_ms.max(ask.ceiling_ms);
+                table.servers.write(s, now, Write::Mark(node, ceiling_ms));
+                claimed = Some(Claim {
+                    node,
+                    mark_ms,
+                    ceiling_ms,
+                    handle,
+                });
+                break;
+            }
+            if acks > 0 {
+                let acked = table.servers.wait(s, acks);
+                if acked < acks {
+                    // Given back: it counts for nothing.
+                    if let Some(claim) = &claimed {
+                        table.servers.write(s, now, Write::Node(claim.node, None));
+                    }
+                    return Err(format!("{acked} of {acks} replicas acknowledged"));
+                }
+            }
+            Ok(match claimed {
+                None => Claimed::None(skipped),
+                Some(claim) if wait_ms == 0 => Claimed::Node(claim, skipped),
+                Some(claim) => Claimed::NodeAfter(claim, skipped, Duration::from_millis(wait_ms)),
+            })
+        })
+    }
+
+    fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
+        let (ttl_ms, ignore_acks) = (self.ttl_ms, self.ignore_renewal_acks);
+        self.request("renew the lease", |table, s, now| {
+            let data = &table.servers.all[s].data;
+            let Some(key) = data
+                .live(claim.node, now)
+                .filter(|key| key.handle == claim.handle)
+            else {
+                return Ok(false);
+            };
+            writable(table, s)?;
+            let mark = data.marks.get(&claim.node).copied().unwrap_or(0);
+            let key = NodeKey {
+                expires_ms: now.saturating_add(ttl_ms),
+                ..key
+            };
+            table
+                .servers
+                .write(s, now, Write::Node(claim.node, Some(key)));
+            if mark < ceiling_ms {
+                table
+                    .servers
+                    .write(s, now, Write::Mark(claim.node, ceiling_ms));
+            }
+            let acks = table.acks;
+            if acks > 0 {
+                let acked = table.servers.wait(s, acks);
+                if acked < acks && !ignore_acks {
+                    return Err(format!("{acked} of {acks} replicas acknowledged"));
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    fn release(&mut self, claim: &Claim, mark_ms: Option<u64>) -> Result<(), LeaseError> {
+        self.request("release the node id", |table, s, now| {
+            let ours = table.servers.all[s]
+                .data
+                .live(claim.node, now)
+                .is_some_and(|key| key.handle == claim.handle);
+            if ours {
+                writable(table, s)?;
+                if let Some(mark_ms) = mark_ms {
+                    table
+                        .servers
+                        .write(s, now, Write::Mark(claim.node, mark_ms));
+                }
+                table.servers.write(s, now, Write::Node(claim.node, None));
+            }
+            Ok(())
+        })
+    }
+}
+
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::GenerateError;
+    use crate::clock::ManualClock;
+    use crate::error::BuildError;
+    use crate::layout::Layout;
+    use crate::lease::Terms;
+
+    const T: u64 = 1_700_000_000_000;
+    const TTL: Duration = Duration::from_secs(1);
+
+    /// A lease on a backend: the store and the terms.
+    struct Leasing {
+        backend: MemoryBackend,
+        terms: Terms,
+    }
+
+    fn lease(backend: &MemoryBackend) -> Leasing {
+        Leasing {
+            backend: backend.clone(),
+            terms: Terms {
+                ttl: TTL,
+                node_ids: Some(0..=3),
+                connect_timeout: Duration::from_millis(100),
+                ..Terms::default()
+            },
+        }
+    }
+
+    fn node(lease: &Leasing, at_ms: u64) -> Result<SimNode, BuildError> {
+        SimNode::start(
+            &Layout::twitter(),
+            ManualClock::new(at_ms),
+            &lease.backend,
+            &lease.terms,
+        )
+    }
+
+    #[test]
+    fn claims_take_the_lowest_free_node_id_and_expire_by_the_stores_clock() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::new(store_clock.clone());
+        let lease = lease(&backend);
+        let a = node(&lease, T).unwrap();
+        let b = node(&lease, T).unwrap();
+        assert_eq!((a.held_node(), b.held_node()), (Some(0), Some(1)));
+        assert_eq!(backend.holder_of(0), Some(a.holder()));
+        assert!(
+            backend.mark(0).unwrap() >= T + 1_000,
+            "the ceiling recorded"
+        );
+        a.crash();
+        assert!(matches!(node(&lease, T).unwrap().held_node(), Some(2)));
+        store_clock.advance(TTL);
+        assert_eq!(backend.holder_of(0), None, "expired by the store's clock");
+        assert_eq!(node(&lease, T).unwrap().held_node(), Some(0));
+        b.shutdown();
+        assert_eq!(backend.holder_of(1), None, "released");
+    }
+
+    #[test]
+    fn a_node_renews_on_its_steps_and_is_fenced_when_cut_off() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::new(store_clock.clone());
+        let mut a = node(&lease(&backend), T).unwrap();
+        let id = a.generator().poll_id().unwrap();
+        let step = Duration::from_millis(100);
+        for _ in 0..30 {
+            a.advance(step);
+            store_clock.advance(step);
+            a.step();
+        }
+        assert_eq!(a.open_node(), Some(0), "renewed for 3 s");
+        assert!(a.generator().poll_id().unwrap() > id);
+        // Renewed last at 2.8 s (steps of 100 ms, renewals every 333 ms):
+        // valid until 2.8 s + 0.8 TTL.
+        backend.set_fault(a.holder(), Some(Fault::Cut));
+        for _ in 0..5 {
+            a.advance(step);
+            store_clock.advance(step);
+            a.step();
+        }
+        assert_eq!(a.open_node(), Some(0), "within the TTL less the margin");
+        a.advance(step);
+        store_clock.advance(step);
+        assert_eq!(a.open_node(), None, "fenced at 0.8 TTL");
+        assert_eq!(a.generator().poll_id(), Err(GenerateError::Fenced));
+        backend.set_fault(a.holder(), None);
+        a.step();
+        assert_eq!(
+            a.open_node(),
+            Some(0),
+            "the lapsed claim given back, and node 0 claimed afresh"
+        );
+        // The fresh claim's floor is the ceiling the generator was last
+        // granted (renewed at 2.8 s: 3.8 s).
+        assert_eq!(
+            a.generator().poll_id(),
+            Err(GenerateError::SequenceExhausted {
+                retry_after: Duration::from_millis(201)
+            })
+        );
+        a.advance(Duration::from_millis(201));
+        assert_eq!(a.generator().poll_id().map(drop), Ok(()));
+    }
+
+    #[test]
+    fn successive_holders_of_a_node_id_never_issue_the_same_id() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::new(store_clock.clone());
+        let mut lease = lease(&backend);
+        lease.terms.node_ids = Some(5..=5);
+        let mut seen = HashSet::new();
+        let mut at = T;
+        for round in 0..20 {
+            // Every other holder's clock is a minute behind the last one's.
+            let skew = if round % 2 == 0 { 0 } else { 60_000 };
+            let n = node(&lease, at - skew).unwrap();
+            for _ in 0..5 {
+                match n.generator().poll_id() {
+                    Ok(id) => assert!(seen.insert(id), "{id:?} issued twice"),
+                    Err(GenerateError::Fenced | GenerateError::SequenceExhausted { .. }) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            if round % 3 == 0 {
+                n.crash();
+                store_clock.advance(TTL);
+                at += 1_000;
+            } else {
+                n.shutdown();
+            }
+            at += 1;
+        }
+        assert!(seen.len() >= 20, "{} ids", seen.len());
+    }
+
+    #[test]
+    fn an_outage_fails_a_claim_as_unreachable() {
+        let backend = MemoryBackend::new(ManualClock::new(T));
+        backend.set_down(true);
+        let err = node(&lease(&backend), T).err().unwrap();
+        assert!(
+            matches!(err, BuildError::Lease(LeaseError::Unreachable { .. })),
+            "{err}"
+        );
+        assert_eq!(backend.requests(), 0);
+    }
+
+    /// Lets `by` pass for the store and the nodes, stepping each node's
+    /// keeper every 50 ms, as its thread would when due.
+    fn run_for(store_clock: &ManualClock, nodes: &mut [&mut SimNode], by: Duration) {
+        let step = Duration::from_millis(50);
+        let mut left = by;
+        while !left.is_zero() {
+            let d = step.min(left);
+            store_clock.advance(d);
+            for n in nodes.iter_mut() {
+                n.advance(d);
+                n.step();
+            }
+            left -= d;
+        }
+    }
+
+    /// Behind Sentinel, the first claim under a primary new to the data
+    /// waits one TTL with its fence closed, renewing meanwhile; later claims
+    /// the rest of it.
+    #[test]
+    fn a_claim_in_a_new_epoch_opens_its_fence_after_the_ttl() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::replicated(store_clock.clone(), &[0], 1);
+        let lease = lease(&backend);
+        let mut a = node(&lease, T).unwrap();
+        assert_eq!((a.held_node(), a.open_node()), (Some(0), None));
+        assert_eq!(a.generator().poll_id(), Err(GenerateError::Fenced));
+        run_for(&store_clock, &mut [&mut a], Duration::from_millis(600));
+        let mut b = node(&lease, T + 600).unwrap();
+        assert_eq!((b.held_node(), b.open_node()), (Some(1), None));
+        run_for(
+            &store_clock,
+            &mut [&mut a, &mut b],
+            Duration::from_millis(350),
+        );
+        assert_eq!(a.open_node(), None, "950 ms into the epoch");
+        run_for(
+            &store_clock,
+            &mut [&mut a, &mut b],
+            Duration::from_millis(100),
+        );
+        assert_eq!((a.open_node(), b.open_node()), (Some(0), Some(1)));
+        run_for(&store_clock, &mut [&mut a, &mut b], 3 * TTL);
+        assert_eq!(backend.holder_of(0), Some(a.holder()), "renewed meanwhile");
+        assert_eq!(a.open_node(), Some(0));
+        let c = node(&lease, store_clock.now_ms()).unwrap();
+        assert_eq!(c.open_node(), Some(2), "after the epoch's TTL: no wait");
+    }
+
+    /// A failover to a replica that missed a claim: the next claim of that
+    /// node id on the new primary waits until the old holder, cut off with
+    /// the old primary, has been fenced.
+    #[test]
+    fn a_claim_a_failover_lost_is_waited_out() {
+        let store_clock = ManualClock::new(T);
+        // One replica acknowledges at once, the other lags 5 s.
+        let backend = MemoryBackend::replicated(store_clock.clone(), &[0, 5_000], 1);
+        backend.set_epoch(T - 3_600_000);
+        let lease = lease(&backend);
+        let mut a = node(&lease, T).unwrap();
+        assert_eq!(a.open_node(), Some(0));
+        run_for(&store_clock, &mut [&mut a], Duration::from_millis(500));
+        // The primary stops; the lagging replica is promoted without a's
+        // claim.
+        backend.servers(|servers, _| {
+            servers.all[0].paused = true;
+            servers.promote(2);
+        });
+        assert_eq!(backend.holder_of(0), None, "the claim was lost");
+        let mut b = node(&lease, store_clock.now_ms()).unwrap();
+        assert_eq!((b.held_node(), b.open_node()), (Some(0), None));
+        let mut a_open_until = None;
+        for _ in 0..40 {
+            run_for(
+                &store_clock,
+                &mut [&mut a, &mut b],
+                Duration::from_millis(50),
+            );
+            assert!(
+                a.open_node() != Some(0) || b.open_node() != Some(0),
+                "two fences open for node 0"
+            );
+            if a.open_node() == Some(0) {
+                a_open_until = Some(store_clock.now_ms());
+            }
+        }
+        assert!(a_open_until.is_some(), "a was open after the failover");
+        assert_eq!(b.open_node(), Some(0), "b opened after the TTL");
+    }
+
+    /// A primary deposed by a failover that answers again, without its
+    /// replicas: a renewal on it counts for nothing, and its holder is
+    /// fenced at the deadline.
+    #[test]
+    fn a_deposed_primary_extends_no_fence() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::replicated(store_clock.clone(), &[0], 1);
+        backend.set_epoch(T - 3_600_000);
+        let mut a = node(&lease(&backend), T).unwrap();
+        assert_eq!(a.open_node(), Some(0));
+        // The replica is promoted while a's keeper still talks to the old
+        // primary, which stays a primary by its own view.
+        backend.servers(|servers, _| servers.promote(1));
+        run_for(&store_clock, &mut [&mut a], Duration::from_millis(750));
+        assert_eq!(a.open_node(), Some(0), "within its deadline");
+        run_for(&store_clock, &mut [&mut a], Duration::from_millis(100));
+        assert_eq!(a.open_node(), None, "fenced at 0.8 TTL");
+    }
+}

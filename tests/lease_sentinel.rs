@@ -1,0 +1,692 @@
+//! Node-id leases through Redis Sentinel, against real servers: a primary,
+//! one or two replicas and three sentinels, each on a loopback address of
+//! its own (from `flakeid-test-servers`), paused and resumed to fail over.
+//!
+//! Every wait is for something to happen (a sentinel naming a new primary,
+//! a generator issuing, an event), polled and bounded; none is a sleep
+//! alone.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use flakeid::{BuildError, Event, GenerateError, Generator, Id, Layout, Lease, LeaseError};
+use flakeid_test_servers::{
+    Member, Resp, ScratchDir, free_port_at, loopback_block, redis_command, unique_prefix,
+};
+
+/// The name the sentinels monitor the primary under.
+const MASTER: &str = "flakeid";
+/// A primary that answers nothing for this long is down, and fails over.
+const DOWN_AFTER_MS: u32 = 1_000;
+const TTL: Duration = Duration::from_secs(3);
+
+/// Held by each test: failovers on two cores need the machine to
+/// themselves, more or less.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Polls `check` every 20 ms until it gives something, for at most
+/// `within`; panics naming `what` if it never does.
+fn wait_for<T>(what: &str, within: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let begun = Instant::now();
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(begun.elapsed() < within, "{what}: not within {within:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Redis behind Sentinel: data node 0 starts as the primary, the others as
+/// its replicas; three sentinels.
+struct Deployment {
+    nodes: Vec<Member>,
+    sentinels: Vec<Member>,
+    _dir: ScratchDir,
+}
+
+impl Deployment {
+    fn start(replicas: usize) -> Deployment {
+        let addrs = loopback_block();
+        let data = 1 + replicas;
+        assert!(data + 3 <= addrs.len());
+        let dir = ScratchDir::new("redis-sentinel");
+        let ports: Vec<u16> = addrs[..data + 3].iter().map(|&a| free_port_at(a)).collect();
+        let member = |name: String, i: usize, args: Vec<OsString>| {
+            let log = dir.0.join(format!("{name}.log"));
+            Member::new(name, addrs[i], ports[i], "redis-server", args, log)
+        };
+        let mut nodes = Vec::new();
+        for i in 0..data {
+            let name = format!("redis-{i}");
+            let path = dir.0.join(&name);
+            std::fs::create_dir_all(&path).unwrap();
+            let mut conf = format!(
+                "port {}\nbind {addr}\nbind-source-addr {addr}\nreplica-announce-ip {addr}\n\
+                 dir {}\nappendonly yes\nappendfsync always\nsave \"\"\nprotected-mode no\n",
+                ports[i],
+                path.display(),
+                addr = addrs[i],
+            );
+            if i > 0 {
+                conf.push_str(&format!("replicaof {} {}\n", addrs[0], ports[0]));
+            }
+            let conf_path = dir.0.join(format!("{name}.conf"));
+            std::fs::write(&conf_path, conf).unwrap();
+            nodes.push(member(name, i, vec![conf_path.into()]));
+        }
+        let mut sentinels = Vec::new();
+        for k in 0..3 {
+            let i = data + k;
+            let name = format!("sentinel-{k}");
+            let path = dir.0.join(&name);
+            std::fs::create_dir_all(&path).unwrap();
+            let conf = format!(
+                "port {}\nbind {addr}\nbind-source-addr {addr}\ndir {}\nprotected-mode no\n\
+                 sentinel announce-ip {addr}\n\
+                 sentinel monitor {MASTER} {} {} 2\n\
+                 sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n\
+                 sentinel failover-timeout {MASTER} 3000\n\
+                 sentinel parallel-syncs {MASTER} 2\n",
+                ports[i],
+                path.display(),
+                addrs[0],
+                ports[0],
+                addr = addrs[i],
+            );
+            let conf_path = dir.0.join(format!("{name}.conf"));
+            std::fs::write(&conf_path, conf).unwrap();
+            sentinels.push(member(name, i, vec![conf_path.into(), "--sentinel".into()]));
+        }
+        let mut deployment = Deployment {
+            nodes,
+            sentinels,
+            _dir: dir,
+        };
+        for m in deployment
+            .nodes
+            .iter_mut()
+            .chain(deployment.sentinels.iter_mut())
+        {
+            m.spawn();
+        }
+        wait_for(
+            "Redis and its sentinels ready",
+            Duration::from_secs(60),
+            || deployment.healthy(0).then_some(()),
+        );
+        deployment
+    }
+
+    /// `redis://host:port` of each sentinel.
+    fn sentinel_urls(&self) -> Vec<String> {
+        self.sentinels
+            .iter()
+            .map(|s| format!("redis://{}", s.socket_addr()))
+            .collect()
+    }
+
+    fn lease(&self, prefix: &str, ttl: Duration) -> Lease {
+        Lease::redis_sentinel(self.sentinel_urls(), MASTER)
+            .prefix(prefix)
+            .ttl(ttl)
+            .connect_timeout(Duration::from_secs(5))
+    }
+
+    fn url(&self, node: usize) -> String {
+        format!("redis://{}/", self.nodes[node].socket_addr())
+    }
+
+    /// The data node a majority of the sentinels name as the primary.
+    fn named_primary(&self) -> Option<usize> {
+        let named: Vec<SocketAddr> = self
+            .sentinels
+            .iter()
+            .filter(|s| !s.is_paused())
+            .filter_map(|s| master_addr(s.socket_addr()))
+            .collect();
+        let mut votes: HashMap<SocketAddr, usize> = HashMap::new();
+        for addr in named {
+            *votes.entry(addr).or_default() += 1;
+        }
+        let (&addr, _) = votes.iter().find(|&(_, &n)| n >= 2)?;
+        self.nodes.iter().position(|n| n.socket_addr() == addr)
+    }
+
+    /// `INFO replication` of a data node, if it answers.
+    fn replication(&self, node: usize) -> Option<String> {
+        let n = &self.nodes[node];
+        if n.is_paused() {
+            return None;
+        }
+        let info = redis_command(n.socket_addr(), &["INFO", "replication"])?;
+        info.text().map(str::to_owned)
+    }
+
+    fn is_primary(&self, node: usize) -> bool {
+        self.replication(node)
+            .is_some_and(|info| info.contains("role:master"))
+    }
+
+    /// The sentinels name `primary`, which says so, with every other
+    /// running data node its replica in sync.
+    fn healthy(&self, primary: usize) -> bool {
+        if self.named_primary() != Some(primary) || !self.is_primary(primary) {
+            return false;
+        }
+        let online = self
+            .replication(primary)
+            .map_or(0, |info| info.matches("state=online").count());
+        online == self.nodes.len() - 1 && self.sentinels_know_replicas(online)
+    }
+
+    /// Whether every sentinel lists `count` replicas in good standing (they
+    /// learn of replicas from the primary's INFO, every 10 s).
+    fn sentinels_know_replicas(&self, count: usize) -> bool {
+        self.sentinels.iter().filter(|s| !s.is_paused()).all(|s| {
+            let Some(Resp::Array(Some(replicas))) =
+                redis_command(s.socket_addr(), &["SENTINEL", "REPLICAS", MASTER])
+            else {
+                return false;
+            };
+            replicas
+                .iter()
+                .filter(|r| {
+                    let Resp::Array(Some(fields)) = r else {
+                        return false;
+                    };
+                    fields
+                        .chunks(2)
+                        .any(|kv| kv[0].text() == Some("flags") && kv[1].text() == Some("slave"))
+                })
+                .count()
+                == count
+        })
+    }
+
+    /// Pauses the primary until another data node is promoted; returns the
+    /// new primary, when the old one was paused, and when the new one first
+    /// said it was a primary (polled every 20 ms).
+    fn fail_over(&mut self, old: usize) -> (usize, Instant, Instant) {
+        self.nodes[old].pause();
+        let paused = Instant::now();
+        let (new, promoted) = wait_for("a replica promoted", Duration::from_secs(30), || {
+            (0..self.nodes.len())
+                .filter(|&i| i != old)
+                .find(|&i| self.is_primary(i))
+                .map(|i| (i, Instant::now()))
+        });
+        (new, paused, promoted)
+    }
+}
+
+/// When each sentinel announced a promotion (`+promoted-slave`, which the
+/// sentinel leading a failover publishes once the replica it chose says it
+/// is a primary): subscribed before this returns; each entry is stamped
+/// when it is read.
+fn watch_promotions(d: &Deployment) -> Arc<Mutex<Vec<Instant>>> {
+    use std::io::{Read, Write};
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    for s in &d.sentinels {
+        let mut stream = std::net::TcpStream::connect(s.socket_addr()).unwrap();
+        stream
+            .write_all(b"*2\r\n$9\r\nSUBSCRIBE\r\n$15\r\n+promoted-slave\r\n")
+            .unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 512];
+        while !String::from_utf8_lossy(&buf).contains("subscribe") {
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "a sentinel closed its subscription");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let heard = heard.clone();
+        thread::spawn(move || {
+            // Until the sentinel stops.
+            while let Ok(n @ 1..) = stream.read(&mut chunk) {
+                if String::from_utf8_lossy(&chunk[..n]).contains("message") {
+                    heard.lock().unwrap().push(Instant::now());
+                }
+            }
+        });
+    }
+    heard
+}
+
+/// `SENTINEL get-master-addr-by-name`.
+fn master_addr(sentinel: SocketAddr) -> Option<SocketAddr> {
+    let Resp::Array(Some(items)) =
+        redis_command(sentinel, &["SENTINEL", "get-master-addr-by-name", MASTER])?
+    else {
+        return None;
+    };
+    let [host, port] = items.as_slice() else {
+        return None;
+    };
+    let host: Ipv4Addr = host.text()?.parse().ok()?;
+    Some(SocketAddr::from((host, port.text()?.parse().ok()?)))
+}
+
+/// A generator issuing from a thread of its own, as fast as it may: every
+/// ID with when it was handed out, and every event its hook heard.
+struct Issuer {
+    ids: Arc<Mutex<Vec<(Instant, Id)>>>,
+    events: Arc<Mutex<Vec<(Instant, Event)>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Issuer {
+    fn build(lease: Lease) -> Result<Issuer, BuildError> {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let heard = events.clone();
+        let generator = Arc::new(
+            Generator::builder(Layout::twitter())
+                .lease(lease)
+                .on_event(move |e: &Event| heard.lock().unwrap().push((Instant::now(), e.clone())))
+                .build()?,
+        );
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (generator, ids, stop) = (generator.clone(), ids.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match generator.try_next_id() {
+                        Ok(id) => ids.lock().unwrap().push((Instant::now(), id)),
+                        Err(GenerateError::Fenced | GenerateError::SequenceExhausted { .. }) => {
+                            thread::sleep(Duration::from_millis(1));
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        };
+        Ok(Issuer {
+            ids,
+            events,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// When it first issued at or after `t`.
+    fn issued_after(&self, t: Instant) -> Option<Instant> {
+        let ids = self.ids.lock().unwrap();
+        ids.iter().map(|&(at, _)| at).find(|&at| at >= t)
+    }
+
+    fn count(&self) -> usize {
+        self.ids.lock().unwrap().len()
+    }
+
+    /// The first event `pick` accepts, with when it came.
+    fn event<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Option<(Instant, T)> {
+        let events = self.events.lock().unwrap();
+        events.iter().find_map(|(at, e)| pick(e).map(|t| (*at, t)))
+    }
+
+    /// The node id its first claim took (`Generator::node_id` says which
+    /// node id the generator issues under: none while a claim waits).
+    fn claimed(&self) -> u64 {
+        self.event(|e| match e {
+            Event::LeaseClaimed { node_id } => Some(*node_id),
+            _ => None,
+        })
+        .expect("a claim")
+        .1
+    }
+
+    /// Stops issuing; every ID it issued, with when.
+    fn stop(mut self) -> Vec<(Instant, Id)> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        std::mem::take(&mut *self.ids.lock().unwrap())
+    }
+}
+
+impl Drop for Issuer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// No ID twice, and no (node id, millisecond) issued by two generators.
+fn assert_no_overlap(issued: &[Vec<(Instant, Id)>]) {
+    let layout = Layout::twitter();
+    let mut owner: HashMap<(u64, u64), usize> = HashMap::new();
+    for (g, ids) in issued.iter().enumerate() {
+        for &(_, id) in ids {
+            let d = layout.decode(id).unwrap();
+            let key = (d.node_id(), d.unix_ms());
+            if let Some(&other) = owner.get(&key) {
+                assert_eq!(
+                    other, g,
+                    "node id {} in millisecond {} issued by generators {other} and {g}",
+                    key.0, key.1
+                );
+            }
+            owner.insert(key, g);
+        }
+    }
+}
+
+fn wait_ms(event: &Event) -> Option<Duration> {
+    match event {
+        Event::LeaseWaiting { wait, .. } => Some(*wait),
+        _ => None,
+    }
+}
+
+/// The first claim under a prefix waits one TTL (no primary has served it
+/// before, as far as this one can tell), later ones the rest of it, and
+/// those after it not at all; a sentinel that is paused or refuses
+/// connections costs a share of a request, not the lease.
+#[test]
+fn a_sentinel_lease_claims_waits_out_a_new_epoch_and_issues() {
+    let _serial = one_at_a_time();
+    let mut d = Deployment::start(1);
+    let prefix = unique_prefix("issues");
+    // The first sentinel refuses connections, the second is paused.
+    let mut urls = d.sentinel_urls();
+    urls.insert(
+        0,
+        format!("redis://{}", SocketAddr::from(([127, 0, 0, 1], 1))),
+    );
+    d.sentinels[0].pause();
+    let lease = Lease::redis_sentinel(urls, MASTER)
+        .prefix(&prefix)
+        .ttl(TTL)
+        .connect_timeout(Duration::from_secs(5));
+
+    let begun = Instant::now();
+    let a = Issuer::build(lease.clone()).unwrap();
+    assert!(begun.elapsed() < TTL, "built after {:?}", begun.elapsed());
+    assert_eq!(a.claimed(), 0);
+    let (claimed, wait) = a.event(wait_ms).expect("the first claim waits");
+    assert!(
+        wait > TTL - Duration::from_millis(200) && wait <= TTL,
+        "waited {wait:?}"
+    );
+
+    // Within the epoch's first TTL: the rest of it.
+    let b = Issuer::build(lease.clone()).unwrap();
+    assert_eq!(b.claimed(), 1);
+    let (_, rest) = b
+        .event(wait_ms)
+        .expect("a claim in the epoch's first TTL waits");
+    assert!(rest < wait, "{rest:?} is not the rest of {wait:?}");
+
+    let first = wait_for("a's first ID", 2 * TTL, || a.issued_after(claimed));
+    // The fence times itself on the TSC, the test on `Instant`, and the
+    // hook heard of the claim a little after the answer came: 5 ms.
+    assert!(
+        first + Duration::from_millis(5) >= claimed + wait,
+        "issued {:?} after the claim, within its wait of {wait:?}",
+        first - claimed
+    );
+
+    // After it: no wait.
+    wait_for("the epoch's first TTL over", 2 * TTL, || {
+        (claimed.elapsed() > TTL + Duration::from_millis(100)).then_some(())
+    });
+    let c = Issuer::build(lease.clone()).unwrap();
+    assert_eq!(c.claimed(), 2);
+    assert!(
+        c.event(wait_ms).is_none(),
+        "a claim after the epoch's TTL waited"
+    );
+    wait_for("c's first ID", TTL, || (c.count() > 0).then_some(()));
+    wait_for("b's first ID", TTL, || (b.count() > 0).then_some(()));
+
+    d.sentinels[0].resume();
+    let issued = vec![a.stop(), b.stop(), c.stop()];
+    assert_no_overlap(&issued);
+
+    // More replicas asked for than there are: a claim never counts.
+    let err = Generator::builder(Layout::twitter())
+        .lease(
+            d.lease(&unique_prefix("too-many"), TTL)
+                .wait_for_replicas(2)
+                .connect_timeout(Duration::from_secs(1)),
+        )
+        .build()
+        .unwrap_err();
+    match err {
+        BuildError::Lease(LeaseError::Unreachable { reason, .. }) => {
+            assert!(reason.contains("1 of 2 replicas"), "{reason}");
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+}
+
+/// A primary and two replicas: the primary paused past the sentinels'
+/// down-after, a replica promoted (the other made its replica): every
+/// generator issues again within one TTL and a second of the promotion, as
+/// Sentinel announces it (`+promoted-slave`). The lease finds the promoted
+/// replica among the replicas a sentinel lists before the sentinels name it
+/// (once the other replica is reconfigured); its epoch starts once that
+/// replica is online. Generators with a 3 s TTL may be renewed by the new
+/// primary before their deadline; those with a 1 s TTL lapse during the
+/// failover, claim again and wait out the new primary's epoch.
+#[test]
+fn after_a_failover_generators_issue_again_within_a_ttl_and_a_second() {
+    let _serial = one_at_a_time();
+    let mut d = Deployment::start(2);
+    let short = Duration::from_secs(1);
+    let (kept, lapsed) = (unique_prefix("kept"), unique_prefix("lapsed"));
+    let issuers: Vec<(Duration, Issuer)> = [(TTL, &kept), (short, &lapsed)]
+        .into_iter()
+        .flat_map(|(ttl, prefix)| (0..2).map(move |_| (ttl, prefix.clone())))
+        .map(|(ttl, prefix)| (ttl, Issuer::build(d.lease(&prefix, ttl)).unwrap()))
+        .collect();
+    wait_for("every generator issuing", 3 * TTL, || {
+        issuers.iter().all(|(_, i)| i.count() > 0).then_some(())
+    });
+    let announced = watch_promotions(&d);
+    let (new, paused, took_role) = d.fail_over(0);
+    let promoted = wait_for(
+        "Sentinel announcing the promotion",
+        Duration::from_secs(30),
+        || announced.lock().unwrap().iter().min().copied(),
+    );
+    let named = wait_for("the sentinels naming it", Duration::from_secs(30), || {
+        (d.named_primary() == Some(new)).then(Instant::now)
+    });
+    let mut again = Vec::new();
+    for (k, (ttl, issuer)) in issuers.iter().enumerate() {
+        // Once it has issued past the bound, its keeper has reported any
+        // fence the failover closed (it does before it claims again).
+        wait_for(
+            &format!("generator {k} issuing past the bound"),
+            3 * TTL,
+            || issuer.issued_after(promoted + *ttl + Duration::from_secs(1)),
+        );
+        // Fenced by the failover, or not at all: its first ID after that.
+        let fenced = issuer.event(|e| matches!(e, Event::Fenced { .. }).then_some(()));
+        let from = fenced.map_or(promoted, |(at, ())| at.max(promoted));
+        let at = wait_for(
+            &format!("generator {k} issuing after the promotion"),
+            3 * TTL,
+            || issuer.issued_after(from),
+        );
+        again.push((
+            *ttl,
+            fenced.is_some(),
+            at.saturating_duration_since(promoted),
+        ));
+    }
+    println!(
+        "the replica took the role {:?} after the pause; Sentinel announced it {:?} later and \
+         named it {:?} after that; (TTL, fenced, issuing again after the announcement): \
+         {again:?}",
+        took_role - paused,
+        promoted.saturating_duration_since(took_role),
+        named.saturating_duration_since(promoted),
+    );
+    for (k, &(ttl, _, after)) in again.iter().enumerate() {
+        assert!(
+            after <= ttl + Duration::from_secs(1),
+            "generator {k} (TTL {ttl:?}) issued again {after:?} after the promotion"
+        );
+    }
+    assert!(
+        again.iter().any(|&(ttl, fenced, _)| ttl == short && fenced),
+        "no generator lapsed: the epoch's wait was not tried"
+    );
+    d.nodes[0].resume();
+    // Each prefix has node ids of its own.
+    let (mut kept_ids, mut lapsed_ids) = (Vec::new(), Vec::new());
+    for (ttl, issuer) in issuers {
+        let group = if ttl == short {
+            &mut lapsed_ids
+        } else {
+            &mut kept_ids
+        };
+        group.push(issuer.stop());
+    }
+    assert_no_overlap(&kept_ids);
+    assert_no_overlap(&lapsed_ids);
+}
+
+/// A claim the failover lost: `a` claims node 0 on the primary while its
+/// replica is paused (nothing asks the replica to acknowledge), then the
+/// primary is paused and the replica promoted without the claim. `b` claims
+/// node 0 on the promoted replica at once, but issues only after the
+/// longest lease the old primary could have granted: after `a`'s fence
+/// closed, with no millisecond of node 0 issued by both.
+#[test]
+fn a_claim_lost_in_a_failover_is_waited_out() {
+    let _serial = one_at_a_time();
+    let ttl = Duration::from_secs(6);
+    let mut d = Deployment::start(1);
+    let prefix = unique_prefix("lost");
+    // The replica stops reading, and the primary drops it: what it sends
+    // from now on never reaches the replica (a paused replica alone would
+    // read what its kernel kept for it when it resumes).
+    d.nodes[1].pause();
+    let dropped = redis_command(
+        d.nodes[0].socket_addr(),
+        &["CLIENT", "KILL", "TYPE", "replica"],
+    );
+    assert!(matches!(dropped, Some(Resp::Int(1))), "{dropped:?}");
+    // On the primary alone, so it never asks the sentinels again.
+    let a = Issuer::build(
+        Lease::redis(d.url(0))
+            .prefix(&prefix)
+            .ttl(ttl)
+            .node_ids(0..=0),
+    )
+    .unwrap();
+    wait_for("a issuing", ttl, || (a.count() > 10).then_some(()));
+    d.nodes[0].pause();
+    let a_cut = Instant::now();
+    d.nodes[1].resume();
+    let promoted = wait_for("the replica promoted", Duration::from_secs(30), || {
+        d.is_primary(1).then(Instant::now)
+    });
+    let b_built = Instant::now();
+    let b = Issuer::build(
+        d.lease(&prefix, ttl)
+            .wait_for_replicas(0) // the old primary is paused: no replica
+            .node_ids(0..=0),
+    )
+    .unwrap();
+    assert_eq!(b.claimed(), 0, "a's claim was lost");
+    let (claimed, wait) = b.event(wait_ms).expect("b waits");
+    // The epoch began after b set out (its first request), by the new
+    // primary's clock; the claim's wait runs to a TTL after that.
+    assert!(
+        wait + (claimed - b_built) + Duration::from_millis(2) >= ttl,
+        "b waited {wait:?}, {:?} after it set out",
+        claimed - b_built
+    );
+    let b_first = wait_for("b issuing", 3 * ttl, || b.issued_after(claimed));
+    let (a_fenced, _) = wait_for("a fenced", 2 * ttl, || {
+        a.event(|e| matches!(e, Event::Fenced { .. }).then_some(()))
+    });
+    let a_ids = a.stop();
+    let (a_last, _) = *a_ids.last().unwrap();
+    println!(
+        "a cut off; promoted {:?} later; a's last ID {:?} after the cut, its keeper saw the \
+         fence closed {:?} after it; b claimed {:?} after the promotion, waited {wait:?}",
+        promoted - a_cut,
+        a_last.saturating_duration_since(a_cut),
+        a_fenced - a_cut,
+        claimed - promoted
+    );
+    assert!(
+        promoted < a_last,
+        "a stopped issuing before the promotion: the test shows nothing"
+    );
+    assert!(a_last < b_first, "a issued after b began");
+    assert!(
+        b_first >= b_built + wait,
+        "b issued before its wait was out"
+    );
+    d.nodes[0].resume();
+    assert_no_overlap(&[a_ids, b.stop()]);
+}
+
+/// The old primary, resumed after a failover and still a primary for a
+/// while (until the sentinels turn it into a replica), has no replica to
+/// acknowledge a renewal: a generator that still talks to it (a lease on
+/// its address) is fenced at its deadline and stays fenced.
+#[test]
+fn a_deposed_primary_extends_no_fence() {
+    let _serial = one_at_a_time();
+    let mut d = Deployment::start(1);
+    let prefix = unique_prefix("deposed");
+    let a = Issuer::build(
+        Lease::redis(d.url(0))
+            .prefix(&prefix)
+            .ttl(TTL)
+            .wait_for_replicas(1),
+    )
+    .unwrap();
+    wait_for("a issuing", TTL, || (a.count() > 10).then_some(()));
+    let (_, paused, promoted) = d.fail_over(0);
+    d.nodes[0].resume();
+    let resumed = Instant::now();
+    assert!(d.is_primary(0), "the old primary was demoted at once");
+    let (fenced, _) = wait_for("a fenced", 2 * TTL, || {
+        a.event(|e| matches!(e, Event::Fenced { .. }).then_some(()))
+    });
+    let demoted = wait_for("the old primary demoted", Duration::from_secs(40), || {
+        (!d.is_primary(0) && d.replication(0).is_some()).then(Instant::now)
+    });
+    let reopened = a.event(|e| matches!(e, Event::LeaseReopened { .. }).then_some(()));
+    assert!(reopened.is_none(), "the old primary reopened a's fence");
+    let a_ids = a.stop();
+    let (a_last, _) = *a_ids.last().unwrap();
+    println!(
+        "promoted {:?} after the pause; old primary resumed then, a primary for {:?} more; \
+         a's keeper saw its fence closed {:?} after the resumption, its last ID {:?} after \
+         the pause",
+        promoted - paused,
+        demoted - resumed,
+        fenced.saturating_duration_since(resumed),
+        a_last.saturating_duration_since(paused)
+    );
+    // Renewed last before the pause: the fence closes within the TTL less
+    // the margin after it (and 5 ms for the TSC against `Instant`).
+    assert!(
+        a_last < paused + TTL - TTL / 5 + Duration::from_millis(5),
+        "a issued {:?} after the pause: the old primary extended its fence",
+        a_last - paused
+    );
+}
