@@ -92,8 +92,9 @@ fn build(
             let mut l = match &lease.store {
                 LeaseStore::Etcd(endpoints) => Lease::etcd(endpoints.clone()),
                 LeaseStore::Redis(url) => Lease::redis(url.clone()),
-                // A Redis Sentinel store goes here once the library has one
-                // (config.rs refuses `node_source = "sentinel"` until then).
+                LeaseStore::Sentinel { sentinels, master } => {
+                    Lease::redis_sentinel(sentinels.clone(), master.clone())
+                }
             };
             l = l.prefix(lease.prefix.clone());
             if let Some(ttl) = lease.ttl {
@@ -143,6 +144,16 @@ impl Generators {
                     }
                     LeaseStore::Redis(url) => {
                         format!("Redis lease at {}, prefix {}", mask_password(url), l.prefix)
+                    }
+                    LeaseStore::Sentinel { sentinels, master } => {
+                        let sentinels: Vec<_> =
+                            sentinels.iter().map(|s| mask_password(s)).collect();
+                        format!(
+                            "Redis lease, master {} via sentinels {}, prefix {}",
+                            mask_password(master),
+                            sentinels.join(","),
+                            l.prefix
+                        )
                     }
                 },
             };

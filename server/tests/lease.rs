@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use flakeid_server::proto::{NextIdRequest, NextIdsRequest, StreamIdsRequest};
-use flakeid_test_servers::{Kind, Server as Store};
+use flakeid_test_servers::{Kind, MASTER_NAME, RedisSentinel, Server as Store, loopback_block};
 use support::{Server, redis};
 use tonic::Code;
 
@@ -296,4 +296,57 @@ fn sigterm_during_the_first_claim_still_releases_the_lease() {
         redis(store.addr(), &["KEYS", "flakeid/default:node:*"]),
         "*0\r\n"
     );
+}
+
+/// A Sentinel lease (`node_source = "sentinel"` by its keys): the server
+/// finds the primary through the sentinels, claims node id 0 there (the
+/// first claim under a new prefix waits out one TTL, answering 503
+/// meanwhile), and issues; the claim is on the primary Sentinel names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_lease_finds_the_primary_and_issues() {
+    let cluster = RedisSentinel::start(&loopback_block());
+    let sentinels = cluster.sentinel_addrs().join(",");
+    let server = Server::start(
+        &[
+            "--lease-sentinels",
+            &sentinels,
+            "--lease-master",
+            MASTER_NAME,
+            "--lease-ttl",
+            "1s",
+            "--lease-connect-timeout",
+            "10s",
+        ],
+        &[],
+    );
+    assert!(
+        server
+            .stderr()
+            .contains(&format!("master {MASTER_NAME} via sentinels {sentinels}")),
+        "{}",
+        server.stderr()
+    );
+    // Fenced while the claim waits out the new epoch's TTL: every call is
+    // answered at once, 200 once the wait is over.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let reply = loop {
+        let reply = server.get("/v1/id");
+        assert!(reply.took < Duration::from_secs(1), "{:?}", reply.took);
+        match reply.status {
+            200 => break reply,
+            503 => assert!(Instant::now() < deadline, "no ID within 30 s: {reply:?}"),
+            other => panic!("{other}: {reply:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let id: u64 = reply.json()["id"].as_str().unwrap().parse().unwrap();
+    let layout = flakeid::Layout::twitter();
+    let decoded = layout.decode(flakeid::Id::from_u64(id)).unwrap();
+    assert_eq!(decoded.node_id(), 0);
+    let primary = cluster.primary().expect("a primary");
+    let holder = redis(
+        cluster.nodes[primary].socket_addr(),
+        &["KEYS", "flakeid/default:node:*"],
+    );
+    assert!(holder.contains("flakeid/default:node:0"), "{holder}");
 }

@@ -177,6 +177,21 @@ pub(super) const KEYS: &[Key] = &[
         "URL",
         "Redis to lease the node id from, redis://[:password@]host:port/[db]",
     ),
+    Key {
+        repeat: true,
+        ..key(
+            "lease_sentinels",
+            Scope::Generator,
+            "ADDR",
+            "Redis Sentinels to find the primary through, host:port or redis://[user:password@]host:port (repeat, or comma-separated)",
+        )
+    },
+    key(
+        "lease_master",
+        Scope::Generator,
+        "NAME",
+        "with lease_sentinels: the master name they monitor, or redis://[:password@]name/[db] with the data nodes' password",
+    ),
     key(
         "lease_prefix",
         Scope::Generator,

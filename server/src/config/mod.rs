@@ -204,16 +204,20 @@ pub struct LeaseConfig {
 }
 
 /// The coordination store of a lease.
-///
-/// A Redis Sentinel lease joins here as a third store when the library
-/// offers one (`node_source = "sentinel"` is recognised and refused until
-/// then; see `generators.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseStore {
     /// etcd endpoints.
     Etcd(Vec<String>),
     /// A Redis URL.
     Redis(String),
+    /// Redis behind Sentinel: the sentinels and the master name (or a
+    /// `redis://` URL naming it, with the data nodes' credentials).
+    Sentinel {
+        /// The sentinels' addresses.
+        sentinels: Vec<String>,
+        /// The master name.
+        master: String,
+    },
 }
 
 /// Restart safety for one generator.
@@ -817,8 +821,51 @@ mod tests {
                 "default_generator: \"nope\" is not a generator; the configuration has a (from test.toml)"
             ]
         );
-        let e = errors("node_id = 1\nnode_source = \"sentinel\"");
-        assert!(e.iter().any(|e| e.contains("Sentinel")), "{e:?}");
+        let e = errors("node_source = \"sentinel\"\nlease_sentinels = [\"s0:26379\"]");
+        assert_eq!(
+            e,
+            [
+                "generators.default.lease_master: node_source = \"sentinel\" needs lease_master, the master name the sentinels monitor (from test.toml)"
+            ]
+        );
+        let e = errors("lease_master = \"orders\"\nlease_url = \"redis://x/\"");
+        assert!(
+            e.iter()
+                .any(|e| e.contains("lease_master: does not go with node_source = \"redis\"")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_sentinel_lease_takes_its_sentinels_and_master() {
+        let c = from_toml(
+            "lease_sentinels = [\"s0:26379\", \"redis://u:pw@s1:26379\"]\n\
+             lease_master = \"redis://:s3cret@orders/2\"\nlease_ttl = \"5s\"",
+            "test.toml",
+        )
+        .unwrap();
+        let g = &c.generators["default"];
+        let NodeSource::Lease(lease) = &g.node else {
+            panic!("{:?}", g.node);
+        };
+        assert_eq!(
+            lease.store,
+            LeaseStore::Sentinel {
+                sentinels: vec!["s0:26379".into(), "redis://u:pw@s1:26379".into()],
+                master: "redis://:s3cret@orders/2".into(),
+            }
+        );
+        assert_eq!(lease.ttl, Some(Duration::from_secs(5)));
+        // The printed configuration shows no password.
+        let shown = c.to_string();
+        assert!(
+            shown.contains("lease_master = \"redis://:***@orders/2\""),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("s3cret") && !shown.contains(":pw@"),
+            "{shown}"
+        );
     }
 
     #[test]

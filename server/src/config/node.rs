@@ -20,6 +20,7 @@ pub(super) fn check_node(
     let source = match r.text("node_source") {
         Some(s) => s,
         None if r.has("lease_url") => "redis".into(),
+        None if r.has("lease_sentinels") || r.has("lease_master") => "sentinel".into(),
         None if r.has("lease_endpoints") => "etcd".into(),
         None if r.has("node_env") => "env".into(),
         None if r.has("node_id") || r.has("node_fields") => "static".into(),
@@ -29,8 +30,8 @@ pub(super) fn check_node(
                 "node_source",
                 None,
                 "no node id source: set node_id or node_fields (static), node_env (a variable), \
-                 node_source = \"statefulset\", a lease (lease_url for Redis, lease_endpoints \
-                 for etcd), or node_source = \"single\" if this is the only generator of its \
+                 node_source = \"statefulset\", a lease (lease_url for Redis, lease_sentinels \
+                 and lease_master for Redis behind Sentinel, lease_endpoints for etcd), or node_source = \"single\" if this is the only generator of its \
                  layout anywhere",
             );
             return None;
@@ -42,15 +43,18 @@ pub(super) fn check_node(
         "env" => &["node_env"],
         "etcd" => &["lease_endpoints"],
         "redis" => &["lease_url"],
+        "sentinel" => &["lease_sentinels", "lease_master"],
         _ => &[],
     };
-    let is_lease = matches!(source.as_str(), "etcd" | "redis");
+    let is_lease = matches!(source.as_str(), "etcd" | "redis" | "sentinel");
     for key in [
         "node_id",
         "node_fields",
         "node_env",
         "lease_endpoints",
         "lease_url",
+        "lease_sentinels",
+        "lease_master",
     ]
     .into_iter()
     .chain(lease_keys.into_iter().filter(|_| !is_lease))
@@ -180,8 +184,37 @@ pub(super) fn check_node(
             }
         },
         "single" => Some(NodeSource::Single),
-        "etcd" | "redis" => {
-            let store = if source == "etcd" {
+        "etcd" | "redis" | "sentinel" => {
+            let store = if source == "sentinel" {
+                let sentinels = r.get("lease_sentinels", list);
+                let master = r.text("lease_master");
+                for (key, set, what) in [
+                    (
+                        "lease_sentinels",
+                        sentinels.is_some(),
+                        "node_source = \"sentinel\" needs lease_sentinels (host:port, ...)",
+                    ),
+                    (
+                        "lease_master",
+                        master.is_some(),
+                        "node_source = \"sentinel\" needs lease_master, the master name the \
+                         sentinels monitor",
+                    ),
+                ] {
+                    if !set && !r.has(key) {
+                        r.fail(key, origin.as_ref(), what);
+                    }
+                }
+                let (Some(sentinels), Some(master)) = (sentinels, master) else {
+                    return None;
+                };
+                if sentinels.is_empty() {
+                    let origin = r.origin("lease_sentinels").cloned();
+                    r.fail("lease_sentinels", origin.as_ref(), "lists no sentinel");
+                    return None;
+                }
+                LeaseStore::Sentinel { sentinels, master }
+            } else if source == "etcd" {
                 let Some(endpoints) = r.get("lease_endpoints", list) else {
                     if !r.has("lease_endpoints") {
                         r.fail(
@@ -246,20 +279,11 @@ pub(super) fn check_node(
                 node_ids,
             }))
         }
-        "sentinel" => {
-            r.fail(
-                "node_source",
-                origin.as_ref(),
-                "Redis Sentinel leases are not in this build of flakeid; use redis (the \
-                 primary's URL) or etcd",
-            );
-            None
-        }
         other => {
             r.fail(
                 "node_source",
                 origin.as_ref(),
-                format!("{other:?} is not a node id source: static, env, statefulset, etcd, redis or single"),
+                format!("{other:?} is not a node id source: static, env, statefulset, etcd, redis, sentinel or single"),
             );
             None
         }

@@ -61,6 +61,12 @@ impl fmt::Display for Config {
                         LeaseStore::Redis(url) => {
                             writeln!(f, "lease_url = {:?}", mask_password(url))?;
                         }
+                        LeaseStore::Sentinel { sentinels, master } => {
+                            let sentinels: Vec<_> =
+                                sentinels.iter().map(|s| mask_password(s)).collect();
+                            writeln!(f, "lease_sentinels = {sentinels:?}")?;
+                            writeln!(f, "lease_master = {:?}", mask_password(master))?;
+                        }
                     }
                     writeln!(f, "lease_prefix = {:?}", lease.prefix)?;
                     for (key, value) in [
