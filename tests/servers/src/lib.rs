@@ -5,6 +5,12 @@
 //! client's connections; an impostor that answers nonsense; and a PostgreSQL
 //! server ([`Postgres`], package `postgresql`) with a cluster of its own.
 //!
+//! For the fault test (`tests/cluster/`): a 3-member etcd cluster
+//! ([`EtcdCluster`]) and Redis behind Sentinel ([`RedisSentinel`]), each
+//! member on a loopback address of its own ([`loopback_block`]) so it can
+//! be paused, killed and restarted ([`Member`]) and cut off by iptables
+//! ([`Firewall`]).
+//!
 //! Nothing here knows flakeid: the scenarios that drive leases through these
 //! servers are in `tests/lease_support/`, the database ones in
 //! `tests/postgres.rs`. A crate of its own (not a module included by path)
@@ -20,9 +26,25 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+mod etcd_cluster;
+mod firewall;
+mod member;
 mod postgres;
+mod sentinel;
 
+pub use etcd_cluster::EtcdCluster;
+pub use firewall::{Firewall, sweep_stale};
+pub use member::{BLOCK, Member, ScratchDir, free_port_at, ident_of, loopback_block, signal};
 pub use postgres::Postgres;
+pub use sentinel::{
+    DOWN_AFTER_MS, MASTER_NAME, RedisSentinel, Resp, Role, command as redis_command,
+};
+
+/// Whether this process runs as root (iptables and group ids need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
 
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,799 @@
+//! The checker: reads every ID every worker issued, and every worker's
+//! and the nemesis's records, from a run's directory.
+//!
+//! - **Safety.** Any ID issued twice is a duplicate; any (node id,
+//!   millisecond) issued in by two processes is an overlap, even without
+//!   a duplicate (the same node id in the same millisecond from two
+//!   processes means both held it at once). Within one honest worker the
+//!   IDs must also increase.
+//! - **Fenced time per fault.** Each fault's window runs from its start to
+//!   the next fault's (the fault itself and the recovery after it). A
+//!   worker is *live* from its build to its end, except while the nemesis
+//!   holds it stopped and after a planted bug took over; it *issues* under
+//!   a node id while live and not fenced. In each window the checker
+//!   measures the time *every* live generator was fenced at once (no ID
+//!   could be had anywhere), the longest any node id went without a
+//!   generator issuing under it, and how long after the fault was healed
+//!   every node id had one again. (Per node id rather than per process:
+//!   there are more processes than node ids, so a process that lost its
+//!   node id to another may wait, fenced, until one is free; that is the
+//!   pool's doing, not the fault's.)
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use crate::record::{Fault, Line, What, events_path, faults_path, ids_path, workers_in};
+
+/// What one worker left.
+#[derive(Debug, Clone, Default)]
+struct Worker {
+    index: usize,
+    plant: String,
+    skew_ms: i64,
+    lines: Vec<Line>,
+}
+
+/// The fenced time of one fault's window.
+#[derive(Debug, Clone)]
+pub struct FaultStat {
+    pub fault: Fault,
+    /// The window's length (to the next fault's start, or the run's end).
+    pub window_ns: u64,
+    /// Time every live generator was fenced at once.
+    pub all_fenced_ns: u64,
+    /// The longest any node id went without a generator issuing under it.
+    pub node_gap_ns: u64,
+    /// From the fault's end until every node id had a generator issuing
+    /// under it; `None` if that did not happen within the window.
+    pub recovered_ns: Option<u64>,
+    /// Builds that failed in the window (other than for every node id
+    /// being held).
+    pub build_failures: u64,
+    /// The lease keepers' renewal failures in the window.
+    pub renewal_failures: u64,
+}
+
+/// One fault kind's numbers.
+#[derive(Debug, Clone)]
+pub struct KindStat {
+    pub kind: String,
+    pub count: usize,
+    pub all_fenced_ms: (f64, f64),
+    pub node_gap_ms: (f64, f64),
+    /// Median and max of the recoveries that happened, and how many did not.
+    pub recovered_ms: (f64, f64),
+    pub not_recovered: usize,
+    pub build_failures: u64,
+    pub renewal_failures: u64,
+    /// Distinct reasons (numbers blanked), with counts, most frequent first.
+    pub reasons: Vec<(String, u64)>,
+}
+
+/// What the checker found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub workers: usize,
+    pub ids: u64,
+    /// IDs issued more than once (each extra copy counts).
+    pub duplicates: u64,
+    /// (node id, millisecond) pairs issued in by more than one process.
+    pub overlaps: u64,
+    /// IDs of an honest worker not above its previous one.
+    pub out_of_order: u64,
+    /// The first few violations, described.
+    pub examples: Vec<String>,
+    /// From the first build to the last ID, in seconds.
+    pub seconds: f64,
+    pub faults: Vec<FaultStat>,
+    pub kinds: Vec<KindStat>,
+    /// Requested and measured skews of the skewed workers (ms).
+    pub skews: Vec<(i64, i64)>,
+}
+
+impl Report {
+    /// Duplicates, overlaps and out-of-order IDs.
+    pub fn violations(&self) -> u64 {
+        self.duplicates + self.overlaps + self.out_of_order
+    }
+
+    pub fn ids_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.ids as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Checks the run in `dir`.
+///
+/// # Panics
+///
+/// If the directory's files cannot be read.
+pub fn check(dir: &Path) -> Report {
+    let layout = crate::layout();
+    let node_bits = layout.node_bits();
+    // The ID without its sequence: timestamp and node id.
+    let key_of = |id: u64| {
+        let d = layout
+            .decode(flakeid::Id::from_u64(id))
+            .expect("an ID of the fault test's layout");
+        (d.timestamp() << node_bits) | d.node_id()
+    };
+    let indexes = workers_in(dir);
+    let workers: Vec<Worker> = indexes.iter().map(|&k| read_worker(dir, k)).collect();
+    let faults: Vec<Fault> = std::fs::read_to_string(faults_path(dir))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(Fault::parse)
+        .collect();
+    let mut report = Report {
+        workers: workers.len(),
+        ..Report::default()
+    };
+
+    // --- safety -----------------------------------------------------------
+    let mut all: Vec<u64> = Vec::new();
+    // (timestamp and node id: the ID without its sequence, worker)
+    let mut keys: Vec<(u64, u32)> = Vec::new();
+    for w in &workers {
+        let bytes = std::fs::read(ids_path(dir, w.index)).unwrap_or_default();
+        let ids: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        if w.plant == "none" {
+            let bad = ids.windows(2).filter(|p| p[1] <= p[0]).count() as u64;
+            if bad > 0 && report.examples.len() < 10 {
+                report
+                    .examples
+                    .push(format!("w{}: {bad} IDs not above the one before", w.index));
+            }
+            report.out_of_order += bad;
+        }
+        let start = keys.len();
+        let mut last = None;
+        for &id in &ids {
+            let key = key_of(id);
+            if last != Some(key) {
+                keys.push((key, w.index as u32));
+                last = Some(key);
+            }
+        }
+        // A worker's own keys once each, even if its IDs went back.
+        let own = &mut keys[start..];
+        own.sort_unstable();
+        let mut kept = start;
+        for i in start..keys.len() {
+            if i == start || keys[i] != keys[kept - 1] {
+                keys[kept] = keys[i];
+                kept += 1;
+            }
+        }
+        keys.truncate(kept);
+        report.ids += ids.len() as u64;
+        all.extend_from_slice(&ids);
+    }
+    all.sort_unstable();
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i + 1;
+        while j < all.len() && all[j] == all[i] {
+            j += 1;
+        }
+        if j - i > 1 {
+            report.duplicates += (j - i - 1) as u64;
+            if report.duplicates <= 5 {
+                report
+                    .examples
+                    .push(format!("ID {} issued {} times", all[i], j - i));
+            }
+        }
+        i = j;
+    }
+    drop(all);
+    keys.sort_unstable();
+    let mut i = 0;
+    while i < keys.len() {
+        let mut j = i + 1;
+        while j < keys.len() && keys[j].0 == keys[i].0 {
+            j += 1;
+        }
+        if j - i > 1 {
+            report.overlaps += 1;
+            if report.overlaps <= 5 {
+                let key = keys[i].0;
+                let node = key & ((1 << node_bits) - 1);
+                let unix_ms = layout.unix_ms(key >> node_bits);
+                let who: Vec<String> = keys[i..j].iter().map(|(_, w)| format!("w{w}")).collect();
+                report.examples.push(format!(
+                    "node {node} at {unix_ms} ms issued by {}",
+                    who.join(" and ")
+                ));
+            }
+        }
+        i = j;
+    }
+
+    // --- fenced time ------------------------------------------------------
+    let timelines: Vec<Timeline> = workers.iter().map(timeline).collect();
+    let first = timelines
+        .iter()
+        .filter_map(|t| t.live.first())
+        .map(|l| l.0)
+        .min();
+    let end = workers
+        .iter()
+        .flat_map(|w| w.lines.last())
+        .map(|l| l.mono_ns)
+        .max()
+        .unwrap_or(0);
+    let last_id_ns = workers
+        .iter()
+        .flat_map(|w| w.lines.iter())
+        .filter(|l| matches!(l.what, What::Progress { .. } | What::End { .. }))
+        .map(|l| l.mono_ns)
+        .max()
+        .unwrap_or(0);
+    if let Some(first) = first {
+        report.seconds = last_id_ns.saturating_sub(first) as f64 / 1e9;
+    }
+    let segments = sweep(&timelines);
+    // Per node id, when some generator issued under it (merged); and how
+    // many node ids had one, over time (as `live` of a sweep).
+    let coverage: Vec<Vec<(u64, u64)>> = crate::NODE_IDS
+        .map(|node| {
+            let mut spans: Vec<(u64, u64)> = timelines
+                .iter()
+                .flat_map(|t| t.issuing.iter())
+                .filter(|&&(_, _, n)| n == node)
+                .map(|&(a, b, _)| (a, b))
+                .collect();
+            spans.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::new();
+            for (a, b) in spans {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            merged
+        })
+        .collect();
+    let all_nodes = coverage.len() as i64;
+    let nodes_issuing = sweep(
+        &coverage
+            .iter()
+            .map(|c| Timeline {
+                live: c.clone(),
+                ..Timeline::default()
+            })
+            .collect::<Vec<_>>(),
+    );
+    let mut windows: Vec<Fault> = Vec::new();
+    if let (Some(first), Some(f)) = (first, faults.first())
+        && first < f.start_ns
+    {
+        windows.push(Fault {
+            kind: "none".into(),
+            target: "-".into(),
+            start_ns: first,
+            end_ns: first,
+        });
+    }
+    windows.extend(faults.iter().cloned());
+    for (n, fault) in windows.iter().enumerate() {
+        let until = windows.get(n + 1).map_or(end, |next| next.start_ns);
+        let from = fault.start_ns;
+        let all_fenced_ns = segments
+            .iter()
+            .filter(|s| s.live > 0 && s.fenced == s.live)
+            .map(|s| overlap(s.from, s.until, from, until))
+            .sum();
+        let node_gap_ns = coverage
+            .iter()
+            .map(|covered| {
+                let issued: u64 = covered
+                    .iter()
+                    .map(|&(a, b)| overlap(a, b, from, until))
+                    .sum();
+                until.saturating_sub(from).saturating_sub(issued)
+            })
+            .max()
+            .unwrap_or(0);
+        let healed = fault.end_ns.max(from);
+        let recovered_ns = nodes_issuing
+            .iter()
+            .filter(|s| s.until > healed && s.from < until && s.live == all_nodes)
+            .map(|s| s.from.max(healed) - healed)
+            .next();
+        let in_window = |l: &&Line| l.mono_ns >= from && l.mono_ns < until;
+        let lines = || {
+            workers
+                .iter()
+                .flat_map(|w| w.lines.iter())
+                .filter(in_window)
+        };
+        let build_failures = lines()
+            .filter(|l| matches!(&l.what, What::BuildFailed { reason } if !all_held(reason)))
+            .count() as u64;
+        let renewal_failures = lines()
+            .filter(|l| matches!(&l.what, What::Lease { event } if event.contains("renew")))
+            .count() as u64;
+        report.faults.push(FaultStat {
+            fault: fault.clone(),
+            window_ns: until.saturating_sub(from),
+            all_fenced_ns,
+            node_gap_ns,
+            recovered_ns,
+            build_failures,
+            renewal_failures,
+        });
+    }
+    report.kinds = kinds(&report.faults, &workers, &windows, end);
+    report.skews = skews(&workers);
+    report
+}
+
+fn read_worker(dir: &Path, index: usize) -> Worker {
+    let text = std::fs::read_to_string(events_path(dir, index)).unwrap_or_default();
+    let lines: Vec<Line> = text.lines().filter_map(Line::parse).collect();
+    let (plant, skew_ms) = lines
+        .iter()
+        .find_map(|l| match &l.what {
+            What::Start { plant, skew_ms, .. } => Some((plant.clone(), *skew_ms)),
+            _ => None,
+        })
+        .unwrap_or(("none".into(), 0));
+    Worker {
+        index,
+        plant,
+        skew_ms,
+        lines,
+    }
+}
+
+/// A worker's live and fenced intervals (fenced within live), and the
+/// rest of its live time, when it issued, with the node id.
+#[derive(Debug, Default)]
+struct Timeline {
+    live: Vec<(u64, u64)>,
+    fenced: Vec<(u64, u64)>,
+    issuing: Vec<(u64, u64, u64)>,
+}
+
+fn timeline(w: &Worker) -> Timeline {
+    let mut t = Timeline::default();
+    let mut live_from: Option<u64> = None;
+    let mut fenced_from: Option<u64> = None;
+    let mut over = false;
+    let close_live = |t: &mut Timeline, from: &mut Option<u64>, at: u64| {
+        if let Some(a) = from.take()
+            && at > a
+        {
+            t.live.push((a, at));
+        }
+    };
+    let close_fenced = |t: &mut Timeline, from: &mut Option<u64>, at: u64| {
+        if let Some(a) = from.take()
+            && at > a
+        {
+            t.fenced.push((a, at));
+        }
+    };
+    for l in &w.lines {
+        if over {
+            break;
+        }
+        let at = l.mono_ns;
+        match &l.what {
+            What::Built { .. } => live_from = Some(at),
+            What::Fenced { since_ns, .. } if live_from.is_some() => {
+                fenced_from = Some((*since_ns).max(live_from.unwrap_or(0)));
+            }
+            What::Issuing { .. } => close_fenced(&mut t, &mut fenced_from, at),
+            What::Paused => {
+                let f = fenced_from;
+                close_fenced(&mut t, &mut fenced_from, at);
+                close_live(&mut t, &mut live_from, at);
+                // Resumed later: live again, still fenced if it was.
+                fenced_from = f.map(|_| u64::MAX);
+                live_from = live_from.or(Some(u64::MAX));
+            }
+            What::Resumed => {
+                if live_from == Some(u64::MAX) {
+                    live_from = Some(at);
+                }
+                if fenced_from == Some(u64::MAX) {
+                    fenced_from = Some(at);
+                }
+            }
+            What::Unleased { .. } | What::End { .. } | What::Exit { .. } => {
+                close_fenced(&mut t, &mut fenced_from, at);
+                close_live(&mut t, &mut live_from, at);
+                over = true;
+            }
+            _ => {}
+        }
+    }
+    // A worker whose records stop (killed): live until its last line.
+    if let Some(last) = w.lines.last() {
+        let at = last.mono_ns;
+        if fenced_from != Some(u64::MAX) {
+            close_fenced(&mut t, &mut fenced_from, at);
+        }
+        if live_from != Some(u64::MAX) {
+            close_live(&mut t, &mut live_from, at);
+        }
+    }
+    // A fence that closed before a pause (or build) starts counting at the
+    // live interval's start.
+    let live = t.live.clone();
+    t.fenced = t
+        .fenced
+        .iter()
+        .flat_map(|&(a, b)| {
+            live.iter()
+                .filter_map(move |&(la, lb)| {
+                    let (x, y) = (a.max(la), b.min(lb));
+                    (y > x).then_some((x, y))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    // Issuing: live less fenced, under the node id last named by then.
+    let mut nodes: Vec<(u64, u64)> = w
+        .lines
+        .iter()
+        .filter_map(|l| match l.what {
+            What::Built { node } | What::Issuing { node } => Some((l.mono_ns, node)),
+            _ => None,
+        })
+        .collect();
+    nodes.sort_unstable();
+    let node_at = |at: u64| {
+        let i = nodes.partition_point(|&(t, _)| t <= at);
+        nodes[..i].last().map(|&(_, n)| n)
+    };
+    for &(la, lb) in &t.live {
+        let mut at = la;
+        for &(fa, fb) in t.fenced.iter().filter(|&&(fa, fb)| fb > la && fa < lb) {
+            if fa > at
+                && let Some(node) = node_at(at)
+            {
+                t.issuing.push((at, fa, node));
+            }
+            at = at.max(fb);
+        }
+        if lb > at
+            && let Some(node) = node_at(at)
+        {
+            t.issuing.push((at, lb, node));
+        }
+    }
+    t
+}
+
+/// "Every node id is held": a worker waiting for one, not a failure.
+fn all_held(reason: &str) -> bool {
+    reason.starts_with("every node id in")
+}
+
+/// A stretch of time with a constant number of live and of fenced
+/// generators.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    from: u64,
+    until: u64,
+    live: i64,
+    fenced: i64,
+}
+
+fn sweep(timelines: &[Timeline]) -> Vec<Segment> {
+    let mut changes: BTreeMap<u64, (i64, i64)> = BTreeMap::new();
+    for t in timelines {
+        for &(a, b) in &t.live {
+            changes.entry(a).or_default().0 += 1;
+            changes.entry(b).or_default().0 -= 1;
+        }
+        for &(a, b) in &t.fenced {
+            changes.entry(a).or_default().1 += 1;
+            changes.entry(b).or_default().1 -= 1;
+        }
+    }
+    let mut segments = Vec::new();
+    let (mut live, mut fenced) = (0, 0);
+    let mut at = None;
+    for (&time, &(dl, df)) in &changes {
+        if let Some(from) = at
+            && time > from
+        {
+            segments.push(Segment {
+                from,
+                until: time,
+                live,
+                fenced,
+            });
+        }
+        live += dl;
+        fenced += df;
+        at = Some(time);
+    }
+    segments
+}
+
+fn overlap(a: u64, b: u64, from: u64, until: u64) -> u64 {
+    b.min(until).saturating_sub(a.max(from))
+}
+
+fn median_max(mut values: Vec<f64>) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    (median, values[n - 1])
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Blanks the numbers of a reason, so reasons group by kind.
+fn shape(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len());
+    let mut in_number = false;
+    for c in reason.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = true;
+        } else {
+            // "1.5s", "127.0.0.1": one blank.
+            if !(in_number && c == '.') {
+                in_number = false;
+            }
+            if !in_number {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn kinds(stats: &[FaultStat], workers: &[Worker], windows: &[Fault], end: u64) -> Vec<KindStat> {
+    let mut order: Vec<String> = Vec::new();
+    for s in stats {
+        if !order.contains(&s.fault.kind) {
+            order.push(s.fault.kind.clone());
+        }
+    }
+    order
+        .into_iter()
+        .map(|kind| {
+            let of: Vec<&FaultStat> = stats.iter().filter(|s| s.fault.kind == kind).collect();
+            let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
+            for (n, w) in windows.iter().enumerate() {
+                if w.kind != kind {
+                    continue;
+                }
+                let until = windows.get(n + 1).map_or(end, |next| next.start_ns);
+                for l in workers.iter().flat_map(|w| w.lines.iter()) {
+                    if l.mono_ns < w.start_ns || l.mono_ns >= until {
+                        continue;
+                    }
+                    let reason = match &l.what {
+                        What::BuildFailed { reason } if !all_held(reason) => {
+                            format!("build: {}", shape(reason))
+                        }
+                        What::Lease { event } if event.contains("renew") => shape(event),
+                        _ => continue,
+                    };
+                    *reasons.entry(reason).or_default() += 1;
+                }
+            }
+            let mut reasons: Vec<(String, u64)> = reasons.into_iter().collect();
+            reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+            reasons.truncate(6);
+            KindStat {
+                count: of.len(),
+                all_fenced_ms: median_max(of.iter().map(|s| ms(s.all_fenced_ns)).collect()),
+                node_gap_ms: median_max(of.iter().map(|s| ms(s.node_gap_ns)).collect()),
+                recovered_ms: median_max(
+                    of.iter().filter_map(|s| s.recovered_ns.map(ms)).collect(),
+                ),
+                not_recovered: of.iter().filter(|s| s.recovered_ns.is_none()).count(),
+                build_failures: of.iter().map(|s| s.build_failures).sum(),
+                renewal_failures: of.iter().map(|s| s.renewal_failures).sum(),
+                reasons,
+                kind,
+            }
+        })
+        .collect()
+}
+
+/// Each skewed worker's requested skew and the one its lines show against
+/// the unskewed workers' (wall minus monotonic, medians).
+fn skews(workers: &[Worker]) -> Vec<(i64, i64)> {
+    let offset = |w: &Worker| -> Option<i64> {
+        let mut o: Vec<i64> = w
+            .lines
+            .iter()
+            .filter(|l| matches!(l.what, What::Start { .. } | What::Progress { .. }))
+            .map(|l| l.wall_ms as i64 - (l.mono_ns / 1_000_000) as i64)
+            .collect();
+        o.sort_unstable();
+        o.get(o.len() / 2).copied()
+    };
+    let mut reference: Vec<i64> = workers
+        .iter()
+        .filter(|w| w.skew_ms == 0)
+        .filter_map(offset)
+        .collect();
+    reference.sort_unstable();
+    let Some(&reference) = reference.get(reference.len() / 2) else {
+        return Vec::new();
+    };
+    workers
+        .iter()
+        .filter(|w| w.skew_ms != 0)
+        .filter_map(|w| Some((w.skew_ms, offset(w)? - reference)))
+        .collect()
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} IDs from {} processes in {:.0} s ({:.0} IDs/s): {} duplicates, {} overlaps \
+             (node id and millisecond in two processes), {} out of order",
+            self.ids,
+            self.workers,
+            self.seconds,
+            self.ids_per_second(),
+            self.duplicates,
+            self.overlaps,
+            self.out_of_order
+        )?;
+        for e in &self.examples {
+            writeln!(f, "  violation: {e}")?;
+        }
+        if !self.skews.is_empty() {
+            let shown: Vec<String> = self
+                .skews
+                .iter()
+                .map(|(asked, seen)| format!("{asked:+}→{seen:+}"))
+                .collect();
+            writeln!(f, "skewed workers (ms asked → seen): {}", shown.join(", "))?;
+        }
+        writeln!(
+            f,
+            "\n| fault | n | all fenced, median / max (ms) | longest node id unissued, median / max (ms) | \
+             every node id issued again after heal, median / max (ms) | not again in window | \
+             build failures | renewal failures |"
+        )?;
+        writeln!(f, "|---|---|---|---|---|---|---|---|")?;
+        for k in &self.kinds {
+            writeln!(
+                f,
+                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {} | {} |",
+                k.kind,
+                k.count,
+                k.all_fenced_ms.0,
+                k.all_fenced_ms.1,
+                k.node_gap_ms.0,
+                k.node_gap_ms.1,
+                k.recovered_ms.0,
+                k.recovered_ms.1,
+                k.not_recovered,
+                k.build_failures,
+                k.renewal_failures
+            )?;
+        }
+        writeln!(f)?;
+        for k in &self.kinds {
+            for (reason, n) in &k.reasons {
+                writeln!(f, "  {}: {n}× {reason}", k.kind)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One line per fault, for the run's log.
+pub fn fault_lines(report: &Report) -> String {
+    let mut out = String::new();
+    let t0 = report.faults.first().map_or(0, |s| s.fault.start_ns);
+    for s in &report.faults {
+        out.push_str(&format!(
+            "{:>8.1}s {:<20} {:<10} held {:>6.0} ms, all fenced {:>6.0} ms, node id gap {:>6.0} ms, \
+             again after {}, builds failed {}, renewals failed {}\n",
+            s.fault.start_ns.saturating_sub(t0) as f64 / 1e9,
+            s.fault.kind,
+            s.fault.target,
+            ms(s.fault.end_ns.saturating_sub(s.fault.start_ns)),
+            ms(s.all_fenced_ns),
+            ms(s.node_gap_ns),
+            s.recovered_ns
+                .map_or("never".into(), |r| format!("{:.0} ms", ms(r))),
+            s.build_failures,
+            s.renewal_failures
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(mono_ns: u64, what: What) -> Line {
+        Line {
+            mono_ns,
+            wall_ms: 0,
+            what,
+        }
+    }
+
+    #[test]
+    fn fenced_time_is_clipped_to_live_time() {
+        let w = Worker {
+            index: 0,
+            plant: "none".into(),
+            skew_ms: 0,
+            lines: vec![
+                line(10, What::Built { node: 0 }),
+                line(
+                    30,
+                    What::Fenced {
+                        node: 0,
+                        since_ns: 20,
+                    },
+                ),
+                line(40, What::Paused),
+                line(60, What::Resumed),
+                line(70, What::Issuing { node: 1 }),
+                line(100, What::End { ids: 5 }),
+            ],
+        };
+        let t = timeline(&w);
+        assert_eq!(t.live, vec![(10, 40), (60, 100)]);
+        assert_eq!(t.fenced, vec![(20, 40), (60, 70)]);
+        assert_eq!(t.issuing, vec![(10, 20, 0), (70, 100, 1)]);
+    }
+
+    #[test]
+    fn all_fenced_needs_every_live_generator_fenced() {
+        let a = Timeline {
+            live: vec![(0, 100)],
+            fenced: vec![(10, 50)],
+            ..Timeline::default()
+        };
+        let b = Timeline {
+            live: vec![(0, 100)],
+            fenced: vec![(30, 80)],
+            ..Timeline::default()
+        };
+        let all: u64 = sweep(&[a, b])
+            .iter()
+            .filter(|s| s.live > 0 && s.fenced == s.live)
+            .map(|s| s.until - s.from)
+            .sum();
+        assert_eq!(all, 20);
+    }
+
+    #[test]
+    fn reasons_group_without_numbers() {
+        assert_eq!(
+            shape("no answer from etcd http://127.1.2.3:2379 within 1.5s"),
+            "no answer from etcd http://#:# within #s"
+        );
+    }
+}

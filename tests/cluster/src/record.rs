@@ -1,0 +1,272 @@
+//! What a run leaves in its directory, and how each piece is read back.
+//!
+//! - `w<k>.ids`: every ID worker `k` was handed, in order, as little-endian
+//!   `u64`s.
+//! - `w<k>.events`: worker `k`'s [`Line`]s, one per line: what the worker
+//!   printed on its standard output, and what the runner saw of it (its
+//!   exit, its pauses).
+//! - `faults`: the nemesis's [`Fault`]s, one per line.
+//!
+//! Times are CLOCK_MONOTONIC nanoseconds ([`crate::mono_ns`]), shared by
+//! every process, with the writer's wall clock in Unix milliseconds beside.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One thing a worker did or had done to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub mono_ns: u64,
+    pub wall_ms: u64,
+    pub what: What,
+}
+
+/// The kinds of [`Line`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// The worker started: its process id, planted bug and clock skew.
+    Start {
+        pid: u32,
+        plant: String,
+        skew_ms: i64,
+    },
+    /// Building the leased generator failed (it retries).
+    BuildFailed { reason: String },
+    /// The leased generator was built, holding `node`.
+    Built { node: u64 },
+    /// `try_next_id` answered `Fenced`; the fence had been closed since
+    /// `since_ns` (from `health()`), holding `node` until then.
+    Fenced { node: u64, since_ns: u64 },
+    /// The first ID after a fence, under `node`.
+    Issuing { node: u64 },
+    /// A planted bug took over: from here the worker issues under `node`
+    /// with an unleased generator.
+    Unleased { node: u64 },
+    /// The lease keeper's event (its `Display`).
+    Lease { event: String },
+    /// Every quarter second: IDs so far, the node id and Unix millisecond
+    /// of the last.
+    Progress { ids: u64, node: u64, last_ms: u64 },
+    /// An error other than `Fenced` (once per kind in a row).
+    Error { error: String },
+    /// The worker is done: IDs issued in all.
+    End { ids: u64 },
+    /// Seen by the runner: the nemesis stopped (SIGSTOP) the worker.
+    Paused,
+    /// Seen by the runner: SIGCONT.
+    Resumed,
+    /// Seen by the runner: the process exited.
+    Exit { status: String },
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ", self.mono_ns, self.wall_ms)?;
+        match &self.what {
+            What::Start {
+                pid,
+                plant,
+                skew_ms,
+            } => write!(f, "start {pid} {plant} {skew_ms}"),
+            What::BuildFailed { reason } => write!(f, "build-failed {}", one_line(reason)),
+            What::Built { node } => write!(f, "built {node}"),
+            What::Fenced { node, since_ns } => write!(f, "fenced {node} {since_ns}"),
+            What::Issuing { node } => write!(f, "issuing {node}"),
+            What::Unleased { node } => write!(f, "unleased {node}"),
+            What::Lease { event } => write!(f, "lease {}", one_line(event)),
+            What::Progress { ids, node, last_ms } => write!(f, "progress {ids} {node} {last_ms}"),
+            What::Error { error } => write!(f, "error {}", one_line(error)),
+            What::End { ids } => write!(f, "end {ids}"),
+            What::Paused => write!(f, "paused"),
+            What::Resumed => write!(f, "resumed"),
+            What::Exit { status } => write!(f, "exit {}", one_line(status)),
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+impl Line {
+    pub fn now(what: What) -> Line {
+        Line {
+            mono_ns: crate::mono_ns(),
+            wall_ms: crate::wall_ms(),
+            what,
+        }
+    }
+
+    /// Reads a line [`Display`](fmt::Display) wrote; `None` for anything else
+    /// (a panic message on the worker's stdout, say).
+    pub fn parse(line: &str) -> Option<Line> {
+        let mut words = line.splitn(4, ' ');
+        let mono_ns = words.next()?.parse().ok()?;
+        let wall_ms = words.next()?.parse().ok()?;
+        let kind = words.next()?;
+        let rest = words.next().unwrap_or("");
+        let mut fields = rest.split(' ');
+        let mut num = || fields.next()?.parse::<u64>().ok();
+        let what = match kind {
+            "start" => {
+                let mut f = rest.split(' ');
+                What::Start {
+                    pid: f.next()?.parse().ok()?,
+                    plant: f.next()?.into(),
+                    skew_ms: f.next()?.parse().ok()?,
+                }
+            }
+            "build-failed" => What::BuildFailed {
+                reason: rest.into(),
+            },
+            "built" => What::Built { node: num()? },
+            "fenced" => What::Fenced {
+                node: num()?,
+                since_ns: num()?,
+            },
+            "issuing" => What::Issuing { node: num()? },
+            "unleased" => What::Unleased { node: num()? },
+            "lease" => What::Lease { event: rest.into() },
+            "progress" => What::Progress {
+                ids: num()?,
+                node: num()?,
+                last_ms: num()?,
+            },
+            "error" => What::Error { error: rest.into() },
+            "end" => What::End { ids: num()? },
+            "paused" => What::Paused,
+            "resumed" => What::Resumed,
+            "exit" => What::Exit {
+                status: rest.into(),
+            },
+            _ => return None,
+        };
+        Some(Line {
+            mono_ns,
+            wall_ms,
+            what,
+        })
+    }
+}
+
+/// One fault the nemesis injected: what, on whom, from when to when (the
+/// end is when it was healed; the time until the next fault is the
+/// recovery the checker attributes to it too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// `pause leader`, `isolate primary`, `pause generator`, ... (two
+    /// words: the action and the role).
+    pub kind: String,
+    /// The member (`etcd-1`, `redis-0`, ...) or worker (`w7`).
+    pub target: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {} {}",
+            self.start_ns, self.end_ns, self.target, self.kind
+        )
+    }
+}
+
+impl Fault {
+    pub fn parse(line: &str) -> Option<Fault> {
+        let mut words = line.splitn(4, ' ');
+        Some(Fault {
+            start_ns: words.next()?.parse().ok()?,
+            end_ns: words.next()?.parse().ok()?,
+            target: words.next()?.into(),
+            kind: words.next()?.into(),
+        })
+    }
+}
+
+pub fn ids_path(dir: &Path, worker: usize) -> PathBuf {
+    dir.join(format!("w{worker}.ids"))
+}
+
+pub fn events_path(dir: &Path, worker: usize) -> PathBuf {
+    dir.join(format!("w{worker}.events"))
+}
+
+pub fn faults_path(dir: &Path) -> PathBuf {
+    dir.join("faults")
+}
+
+/// The workers with files in `dir`, by index.
+pub fn workers_in(dir: &Path) -> Vec<usize> {
+    let mut found: Vec<usize> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| {
+                    let name = e.ok()?.file_name().into_string().ok()?;
+                    name.strip_prefix('w')?
+                        .strip_suffix(".events")?
+                        .parse()
+                        .ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort_unstable();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_read_back() {
+        for what in [
+            What::Start {
+                pid: 7,
+                plant: "none".into(),
+                skew_ms: -1500,
+            },
+            What::BuildFailed {
+                reason: "no answer from etcd\nwithin 2s".into(),
+            },
+            What::Built { node: 3 },
+            What::Fenced {
+                node: 1,
+                since_ns: 99,
+            },
+            What::Lease {
+                event: "lease renewal failed".into(),
+            },
+            What::Progress {
+                ids: 10,
+                node: 2,
+                last_ms: 1_700_000_000_000,
+            },
+            What::End { ids: 10 },
+            What::Paused,
+            What::Exit {
+                status: "exit status: 0".into(),
+            },
+        ] {
+            let line = Line {
+                mono_ns: 5,
+                wall_ms: 6,
+                what,
+            };
+            let mut expect = line.clone();
+            if let What::BuildFailed { reason } = &mut expect.what {
+                *reason = one_line(reason);
+            }
+            assert_eq!(Line::parse(&line.to_string()), Some(expect));
+        }
+        let fault = Fault {
+            kind: "pause leader".into(),
+            target: "etcd-1".into(),
+            start_ns: 1,
+            end_ns: 2,
+        };
+        assert_eq!(Fault::parse(&fault.to_string()), Some(fault));
+    }
+}
