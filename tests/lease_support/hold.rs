@@ -16,6 +16,8 @@ pub struct HoldingProxy {
     holding: Arc<AtomicBool>,
     /// Bytes from the client to the server so far.
     sent: Arc<AtomicU64>,
+    /// Held bytes delivered after a hold ended, on connections still open.
+    late: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
@@ -26,9 +28,11 @@ impl HoldingProxy {
         let addr = listener.local_addr().unwrap();
         let holding = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
+        let late = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         {
             let (holding, sent, stop) = (holding.clone(), sent.clone(), stop.clone());
+            let late = late.clone();
             thread::spawn(move || {
                 while !stop.load(Ordering::Acquire) {
                     let Ok((client, _)) = listener.accept() else {
@@ -47,7 +51,7 @@ impl HoldingProxy {
                         sent.clone(),
                         stop.clone(),
                     );
-                    answer(server, client, holding.clone(), stop.clone());
+                    answer(server, client, holding.clone(), late.clone(), stop.clone());
                 }
             });
         }
@@ -55,6 +59,7 @@ impl HoldingProxy {
             addr,
             holding,
             sent,
+            late,
             stop,
         }
     }
@@ -72,6 +77,12 @@ impl HoldingProxy {
     /// Bytes the client has sent to the server so far.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Acquire)
+    }
+
+    /// Held bytes delivered once a hold ended, on connections the client
+    /// still had open: answers to requests it was still waiting for.
+    pub fn delivered_late(&self) -> u64 {
+        self.late.load(Ordering::Acquire)
     }
 }
 
@@ -107,19 +118,35 @@ fn forward(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>, stop: 
 }
 
 /// Server to client: kept back while holding, then delivered in order.
-fn answer(mut from: TcpStream, mut to: TcpStream, holding: Arc<AtomicBool>, stop: Arc<AtomicBool>) {
+fn answer(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    holding: Arc<AtomicBool>,
+    late: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+) {
     thread::spawn(move || {
         // Short reads, so that what was held goes out soon after the hold
         // ends even if the server says nothing more.
         let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
         let mut held = Vec::new();
+        // Whether `held` waited for a hold to end.
+        let mut kept = false;
         let mut buf = [0u8; 16 * 1024];
         while !stop.load(Ordering::Acquire) {
-            if !held.is_empty() && !holding.load(Ordering::Acquire) {
-                if to.write_all(&held).is_err() {
-                    break;
+            if !held.is_empty() {
+                if holding.load(Ordering::Acquire) {
+                    kept = true;
+                } else {
+                    if to.write_all(&held).is_err() {
+                        break;
+                    }
+                    if kept {
+                        late.fetch_add(held.len() as u64, Ordering::AcqRel);
+                    }
+                    held.clear();
+                    kept = false;
                 }
-                held.clear();
             }
             match from.read(&mut buf) {
                 Ok(0) => break,

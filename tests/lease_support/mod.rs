@@ -1250,17 +1250,20 @@ fn is_renewal_failure(e: &Event) -> bool {
 /// stored): the generator must be fenced, the late answer must not reopen
 /// it, and the keeper then claims afresh.
 ///
-/// A proxy holds the store's replies from just after the build on. The
-/// lease's safety margin is half its TTL, so the deadline (the claim's send
-/// plus half the TTL, before the build returned) falls within the first
-/// renewal's request timeout (a third of the TTL from its send, which is a
-/// third of the TTL after the claim came back). The test lets the replies
-/// through half a TTL after the build returned, when the deadline has
-/// certainly passed: the renewal's answer reaches the keeper late. Unless
-/// the keeper ran so late that it gave up on the renewal first (it then
-/// says so: `LeaseRenewalFailed`) or never sent it (the mark is unraised):
-/// that checks the same fence by the other path, and the scenario runs
-/// again, up to five times, until a late answer reached the keeper.
+/// A proxy holds the store's replies from just after the build on (before
+/// the first renewal is due: at least a twelfth of the TTL after the
+/// claim). The lease's safety margin is half its TTL, so the deadline (the
+/// claim's send plus half the TTL, before the build returned) comes while a
+/// renewal waits for its answer: the first is due within a third of the TTL
+/// and waits up to a third of the TTL, and one that failed is followed by
+/// the next within a tenth of the TTL. The test lets the replies through
+/// half a TTL after the build returned, when the deadline has certainly
+/// passed: the renewal waiting then gets its answer late. Unless the
+/// deadline fell between two renewals, or the keeper ran late: the lease
+/// then ended without a late answer (a renewal failed, or none was
+/// waiting), which checks the same fence by the other path, and the
+/// scenario runs again, up to five times, until a late answer reached the
+/// keeper.
 pub fn late_renewal(server: &Server) {
     const LATE_TTL: Duration = Duration::from_secs(3);
     const WITHIN: Duration = Duration::from_secs(60);
@@ -1286,7 +1289,7 @@ pub fn late_renewal(server: &Server) {
         proxy.hold(true);
         let held = Instant::now();
         let _gate = OpenOnDrop(heard.clone());
-        if held - asked >= LATE_TTL / 3 {
+        if held - asked >= LATE_TTL / 12 {
             // The first renewal may have been answered before the hold.
             eprintln!(
                 "late renewal: the hold began {:?} after the build was asked for",
@@ -1306,6 +1309,7 @@ pub fn late_renewal(server: &Server) {
         // for a sixth of the TTL more.
         let release_at = held + LATE_TTL / 2 + Duration::from_millis(5);
         thread::sleep(release_at.saturating_duration_since(Instant::now()));
+        let before_release = heard.events().len();
         proxy.hold(false);
         let events = heard.wait_for(WITHIN, "Fenced", |e| e.iter().any(is_fenced));
 
@@ -1320,11 +1324,18 @@ pub fn late_renewal(server: &Server) {
             "{:?}; heard {events:?}",
             g.health()
         );
-        // The renewal reached the store (it raised the mark) and its answer
-        // the keeper, which took it as renewed (no failure heard) and
-        // extended nothing.
+        // A renewal was waiting for its answer when the hold ended (held
+        // bytes went to an open connection), it had reached the store (the
+        // mark is raised), and its answer reached the keeper, which took it
+        // as renewed (no failure heard after the hold) and extended nothing
+        // (Fenced heard after the hold).
         let mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
-        if mark > claimed_mark && !events.iter().any(is_renewal_failure) {
+        let after = &events[before_release..];
+        if proxy.delivered_late() > 0
+            && mark > claimed_mark
+            && after.iter().any(is_fenced)
+            && !after.iter().any(is_renewal_failure)
+        {
             late_answers += 1;
         }
         heard.open_gate();
