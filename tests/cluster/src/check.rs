@@ -52,6 +52,9 @@ pub struct FaultStat {
     pub build_failures: u64,
     /// The lease keepers' renewal failures in the window.
     pub renewal_failures: u64,
+    /// Overlaps (see [`Report::overlaps`]) in the window, placed on the
+    /// monotonic clock through the unskewed workers' wall clocks.
+    pub overlaps: u64,
 }
 
 /// One fault kind's numbers.
@@ -66,6 +69,7 @@ pub struct KindStat {
     pub not_recovered: usize,
     pub build_failures: u64,
     pub renewal_failures: u64,
+    pub overlaps: u64,
     /// Distinct reasons (numbers blanked), with counts, most frequent first.
     pub reasons: Vec<(String, u64)>,
 }
@@ -194,6 +198,8 @@ pub fn check(dir: &Path) -> Report {
     }
     drop(all);
     keys.sort_unstable();
+    // The Unix millisecond of each overlap, to tell which fault it followed.
+    let mut overlap_ms: Vec<u64> = Vec::new();
     let mut i = 0;
     while i < keys.len() {
         let mut j = i + 1;
@@ -202,6 +208,7 @@ pub fn check(dir: &Path) -> Report {
         }
         if j - i > 1 {
             report.overlaps += 1;
+            overlap_ms.push(layout.unix_ms(keys[i].0 >> node_bits));
             if report.overlaps <= 5 {
                 let key = keys[i].0;
                 let node = key & ((1 << node_bits) - 1);
@@ -283,6 +290,24 @@ pub fn check(dir: &Path) -> Report {
         });
     }
     windows.extend(faults.iter().cloned());
+    // Wall (unskewed) minus monotonic, in ms: places an overlap's Unix
+    // millisecond on the monotonic clock.
+    let offset = reference_offset(&workers);
+    let overlap_ns: Vec<u64> = match offset {
+        Some(offset) => {
+            let mut v: Vec<u64> = overlap_ms
+                .iter()
+                .map(|&ms| (ms as i64 - offset).max(0) as u64 * 1_000_000)
+                .collect();
+            v.sort_unstable();
+            v
+        }
+        None => Vec::new(),
+    };
+    let overlaps_in = |from: u64, until: u64| {
+        (overlap_ns.partition_point(|&t| t < until) - overlap_ns.partition_point(|&t| t < from))
+            as u64
+    };
     for (n, fault) in windows.iter().enumerate() {
         let until = windows.get(n + 1).map_or(end, |next| next.start_ns);
         let from = fault.start_ns;
@@ -329,6 +354,7 @@ pub fn check(dir: &Path) -> Report {
             recovered_ns,
             build_failures,
             renewal_failures,
+            overlaps: overlaps_in(from, until),
         });
     }
     report.kinds = kinds(&report.faults, &workers, &windows, end);
@@ -612,6 +638,7 @@ fn kinds(stats: &[FaultStat], workers: &[Worker], windows: &[Fault], end: u64) -
                 not_recovered: of.iter().filter(|s| s.recovered_ns.is_none()).count(),
                 build_failures: of.iter().map(|s| s.build_failures).sum(),
                 renewal_failures: of.iter().map(|s| s.renewal_failures).sum(),
+                overlaps: of.iter().map(|s| s.overlaps).sum(),
                 reasons,
                 kind,
             }
@@ -622,30 +649,38 @@ fn kinds(stats: &[FaultStat], workers: &[Worker], windows: &[Fault], end: u64) -
 /// Each skewed worker's requested skew and the one its lines show against
 /// the unskewed workers' (wall minus monotonic, medians).
 fn skews(workers: &[Worker]) -> Vec<(i64, i64)> {
-    let offset = |w: &Worker| -> Option<i64> {
-        let mut o: Vec<i64> = w
-            .lines
-            .iter()
-            .filter(|l| matches!(l.what, What::Start { .. } | What::Progress { .. }))
-            .map(|l| l.wall_ms as i64 - (l.mono_ns / 1_000_000) as i64)
-            .collect();
-        o.sort_unstable();
-        o.get(o.len() / 2).copied()
-    };
-    let mut reference: Vec<i64> = workers
-        .iter()
-        .filter(|w| w.skew_ms == 0)
-        .filter_map(offset)
-        .collect();
-    reference.sort_unstable();
-    let Some(&reference) = reference.get(reference.len() / 2) else {
+    let Some(reference) = reference_offset(workers) else {
         return Vec::new();
     };
     workers
         .iter()
         .filter(|w| w.skew_ms != 0)
-        .filter_map(|w| Some((w.skew_ms, offset(w)? - reference)))
+        .filter_map(|w| Some((w.skew_ms, offset_of(w)? - reference)))
         .collect()
+}
+
+/// A worker's wall clock minus the monotonic one, in ms (the median of its
+/// lines).
+fn offset_of(w: &Worker) -> Option<i64> {
+    let mut o: Vec<i64> = w
+        .lines
+        .iter()
+        .filter(|l| matches!(l.what, What::Start { .. } | What::Progress { .. }))
+        .map(|l| l.wall_ms as i64 - (l.mono_ns / 1_000_000) as i64)
+        .collect();
+    o.sort_unstable();
+    o.get(o.len() / 2).copied()
+}
+
+/// The unskewed workers' [`offset_of`], their median.
+fn reference_offset(workers: &[Worker]) -> Option<i64> {
+    let mut reference: Vec<i64> = workers
+        .iter()
+        .filter(|w| w.skew_ms == 0)
+        .filter_map(offset_of)
+        .collect();
+    reference.sort_unstable();
+    reference.get(reference.len() / 2).copied()
 }
 
 impl fmt::Display for Report {
@@ -677,13 +712,13 @@ impl fmt::Display for Report {
             f,
             "\n| fault | n | all fenced, median / max (ms) | longest node id unissued, median / max (ms) | \
              every node id issued again after heal, median / max (ms) | not again in window | \
-             build failures | renewal failures |"
+             build failures | renewal failures | overlaps |"
         )?;
-        writeln!(f, "|---|---|---|---|---|---|---|---|")?;
+        writeln!(f, "|---|---|---|---|---|---|---|---|---|")?;
         for k in &self.kinds {
             writeln!(
                 f,
-                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {} | {} |",
+                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {} | {} | {} |",
                 k.kind,
                 k.count,
                 k.all_fenced_ms.0,
@@ -694,7 +729,8 @@ impl fmt::Display for Report {
                 k.recovered_ms.1,
                 k.not_recovered,
                 k.build_failures,
-                k.renewal_failures
+                k.renewal_failures,
+                k.overlaps
             )?;
         }
         writeln!(f)?;
@@ -714,7 +750,7 @@ pub fn fault_lines(report: &Report) -> String {
     for s in &report.faults {
         out.push_str(&format!(
             "{:>8.1}s {:<20} {:<10} held {:>6.0} ms, all fenced {:>6.0} ms, node id gap {:>6.0} ms, \
-             again after {}, builds failed {}, renewals failed {}\n",
+             again after {}, builds failed {}, renewals failed {}, overlaps {}\n",
             s.fault.start_ns.saturating_sub(t0) as f64 / 1e9,
             s.fault.kind,
             s.fault.target,
@@ -724,7 +760,8 @@ pub fn fault_lines(report: &Report) -> String {
             s.recovered_ns
                 .map_or("never".into(), |r| format!("{:.0} ms", ms(r))),
             s.build_failures,
-            s.renewal_failures
+            s.renewal_failures,
+            s.overlaps
         ));
     }
     out

@@ -22,10 +22,15 @@
 //!   generators were fenced per fault kind, and IDs per second.
 //!
 //! The short runs are this crate's integration tests (`cargo test -p
-//! flakeid-fault-tests --release`, as root: iptables); the long run is
-//! `fault-run` (see its `--help`).
+//! flakeid-fault-tests --release`); the long run is `fault-run` (see its
+//! `--help`). Both need etcd, redis-server, iptables and libfaketime
+//! (Debian: etcd-server, redis-server, iptables, faketime, libfaketime),
+//! and root: iptables (`sudo -n iptables` is tried otherwise), and the
+//! members' own group ids, without which isolating an etcd member cuts
+//! only the connections made to it, not the ones it dials.
 
 pub mod check;
+pub mod history;
 pub mod record;
 pub mod run;
 pub mod worker;

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -144,11 +145,13 @@ pub struct Config {
     /// `skew`, alternately ahead and behind (0: none).
     pub skew_every: usize,
     pub skew: Duration,
-    /// Injected in turn (each round of them shuffled), until `faults` or
-    /// `duration` runs out.
+    /// Injected in turn (each round of them shuffled) until at least
+    /// `faults` were and at least `duration` passed, but no longer than
+    /// `max_duration` (each fault is bounded in time, so a run is too).
     pub kinds: Vec<FaultKind>,
     pub faults: usize,
     pub duration: Duration,
+    pub max_duration: Duration,
     pub pause_for: Duration,
     pub kill_for: Duration,
     pub isolate_for: Duration,
@@ -166,11 +169,15 @@ pub struct Config {
     pub dir: PathBuf,
     /// Prints each fault as it is injected.
     pub verbose: bool,
+    /// Starts etcd with `--pre-vote` (off by default in etcd 3.4): a member
+    /// cut off then does not disrupt the leader when it comes back.
+    pub etcd_pre_vote: bool,
 }
 
 impl Config {
     /// The short run of CI: each kind of fault once on the leader and
-    /// once on a follower, or so, in about a minute and a half.
+    /// once on a follower, or so, in about a minute and a half (at most
+    /// two and a half).
     pub fn short(store: StoreKind, worker_exe: PathBuf, dir: PathBuf) -> Config {
         let kinds = vec![
             FaultKind::Member(Action::Pause, Role::Leader),
@@ -192,7 +199,8 @@ impl Config {
             skew: Duration::from_millis(1_500),
             faults: kinds.len(),
             kinds,
-            duration: Duration::from_secs(110),
+            duration: Duration::ZERO,
+            max_duration: Duration::from_secs(150),
             pause_for: Duration::from_secs(4),
             kill_for: Duration::from_secs(3),
             isolate_for: Duration::from_secs(4),
@@ -203,16 +211,19 @@ impl Config {
             worker_exe,
             dir,
             verbose: false,
+            etcd_pre_vote: false,
         }
     }
 
     /// The long run: every kind, on every role, with the issue's
-    /// durations (a 6 s pause, 4 s down, 8 s cut off).
+    /// durations (a 6 s pause, 4 s down, 8 s cut off), at least 200 faults
+    /// and 30 minutes.
     pub fn long(store: StoreKind, worker_exe: PathBuf, dir: PathBuf) -> Config {
         Config {
             kinds: FaultKind::all(store),
-            faults: 240,
-            duration: Duration::from_secs(40 * 60),
+            faults: 200,
+            duration: Duration::from_secs(30 * 60),
+            max_duration: Duration::from_secs(60 * 60),
             lifetime: (Duration::from_secs(20), Duration::from_secs(90)),
             pause_for: Duration::from_secs(6),
             kill_for: Duration::from_secs(4),
@@ -269,13 +280,21 @@ pub struct Cluster {
 impl Cluster {
     /// Starts the store's cluster on loopback addresses of this run's own.
     pub fn start(store: StoreKind) -> Cluster {
+        Cluster::start_with(store, false)
+    }
+
+    /// [`Cluster::start`], etcd with `--pre-vote` if asked.
+    pub fn start_with(store: StoreKind, etcd_pre_vote: bool) -> Cluster {
         let addrs = loopback_block();
         let mut firewall = Firewall::install();
         for &a in &addrs {
             firewall.track(flakeid_test_servers::ident_of(a));
         }
         let (etcd, redis) = match store {
-            StoreKind::Etcd => (Some(EtcdCluster::start(&addrs, 3)), None),
+            StoreKind::Etcd => {
+                let extra: &[&str] = if etcd_pre_vote { &["--pre-vote"] } else { &[] };
+                (Some(EtcdCluster::start_with(&addrs, 3, extra)), None)
+            }
             StoreKind::Redis => (None, Some(RedisSentinel::start(&addrs))),
         };
         let mut cluster = Cluster {
@@ -361,6 +380,11 @@ impl Cluster {
                 Store::Redis(self.redis.as_ref().unwrap().url(node))
             }
         }
+    }
+
+    /// etcd's history of every key ([`EtcdCluster::history`]).
+    pub fn etcd_history(&self) -> Option<String> {
+        self.etcd.as_ref()?.history()
     }
 
     /// The etcd endpoint of member `i`.
@@ -751,6 +775,11 @@ impl Drop for Fleet {
 
 // --- the nemesis -----------------------------------------------------------
 
+/// Set (by `fault-run`'s signal handler) when the run is to stop early: the
+/// runner then panics at its next step, so that every worker and member
+/// is killed and every firewall rule removed on the way out.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// A run in progress: the cluster, the workers, the faults so far.
 pub struct Runner {
     pub config: Config,
@@ -769,7 +798,7 @@ impl Runner {
     /// Starts the cluster and the first workers.
     pub fn new(config: Config) -> Runner {
         std::fs::create_dir_all(&config.dir).unwrap();
-        let cluster = Cluster::start(config.store);
+        let cluster = Cluster::start_with(config.store, config.etcd_pre_vote);
         let fleet = Fleet::new(&config.dir, &config.worker_exe);
         let faults = BufWriter::new(File::create(faults_path(&config.dir)).unwrap());
         let prefix = flakeid_test_servers::unique_prefix("faults");
@@ -827,7 +856,15 @@ impl Runner {
     }
 
     /// Reaps exited workers and starts replacements.
+    ///
+    /// # Panics
+    ///
+    /// When [`INTERRUPTED`] is set.
     pub fn tick(&mut self) {
+        assert!(
+            !INTERRUPTED.load(Ordering::Relaxed),
+            "interrupted: cleaning up"
+        );
         self.fleet.reap();
         while self.fleet.running() < self.config.workers {
             self.spawn_regular();
@@ -973,11 +1010,15 @@ impl Runner {
         self.hold(self.config.gap);
     }
 
-    /// Stops every worker and the nemesis; the records are complete after.
+    /// Stops every worker and the nemesis; the records are complete after
+    /// (with etcd's history of every key, `etcd-history`).
     pub fn finish(&mut self) {
         self.cluster.heal_all();
         self.fleet.stop_all(Duration::from_secs(20));
         self.faults.flush().unwrap();
+        if let Some(history) = self.cluster.etcd_history() {
+            std::fs::write(self.config.dir.join("etcd-history"), history).unwrap();
+        }
     }
 }
 
@@ -993,18 +1034,19 @@ pub fn run(config: Config) -> Report {
         r.config.ttl
     ));
     let ids = NODE_IDS.count();
-    let ready = r.wait(Duration::from_secs(60), |r| {
+    let ready = r.wait(Duration::from_secs(120), |r| {
         r.fleet.views().iter().filter(|v| v.issuing()).count() >= ids.min(r.config.workers)
     });
-    assert!(ready, "the workers did not get their node ids within 60 s");
+    assert!(ready, "the workers did not get their node ids within 120 s");
     r.say("every node id is held; a quiet baseline, then the faults");
     r.hold(Duration::from_secs(3));
     let begun = Instant::now();
     let mut round: Vec<FaultKind> = Vec::new();
-    for _ in 0..r.config.faults {
-        if begun.elapsed() >= r.config.duration {
-            break;
-        }
+    let mut injected = 0;
+    while (injected < r.config.faults || begun.elapsed() < r.config.duration)
+        && begun.elapsed() < r.config.max_duration
+    {
+        injected += 1;
         if round.is_empty() {
             round = r.config.kinds.clone();
             // Fisher-Yates, seeded.

@@ -28,8 +28,14 @@ impl EtcdCluster {
     ///
     /// # Panics
     ///
-    /// If etcd is missing or the cluster is not healthy within a minute.
+    /// If etcd is missing or the cluster is not healthy within two minutes.
     pub fn start(addrs: &[Ipv4Addr], n: usize) -> EtcdCluster {
+        EtcdCluster::start_with(addrs, n, &[])
+    }
+
+    /// [`EtcdCluster::start`] with more flags for every member (say
+    /// `--pre-vote`).
+    pub fn start_with(addrs: &[Ipv4Addr], n: usize, extra: &[&str]) -> EtcdCluster {
         assert!(addrs.len() >= n, "{n} members need {n} addresses");
         let dir = ScratchDir::new("etcd-cluster");
         let token = dir.0.file_name().unwrap().to_string_lossy().into_owned();
@@ -73,6 +79,7 @@ impl EtcdCluster {
                     &ELECTION_MS.to_string(),
                 ]
                 .iter()
+                .chain(extra)
                 .map(OsString::from)
                 .collect();
                 let log = dir.0.join(format!("{}.log", name(i)));
@@ -87,14 +94,14 @@ impl EtcdCluster {
         for m in &mut cluster.members {
             m.spawn();
         }
-        if !cluster.wait_healthy(Duration::from_secs(60)) {
+        if !cluster.wait_healthy(Duration::from_secs(120)) {
             let logs: Vec<String> = cluster
                 .members
                 .iter()
                 .map(|m| format!("--- {}\n{}", m.name, m.log_tail()))
                 .collect();
             panic!(
-                "the etcd cluster is not healthy after 60 s:\n{}",
+                "the etcd cluster is not healthy after 120 s:\n{}",
                 logs.join("\n")
             );
         }
@@ -188,6 +195,44 @@ impl EtcdCluster {
 
     pub fn dir(&self) -> &std::path::Path {
         &self.dir.0
+    }
+
+    /// Every change to every key since the cluster started, as etcd's JSON
+    /// gateway streams a watch from revision 1 (one JSON object per
+    /// batch; keys and values in base64; a lease revoked shows as the
+    /// DELETE events of its keys): for the post-mortem of a violation.
+    /// Asks the first member that answers; `None` if none does.
+    pub fn history(&self) -> Option<String> {
+        let body = r#"{"create_request":{"key":"AA==","range_end":"AA==","start_revision":1}}"#;
+        let request = format!(
+            "POST /v3/watch HTTP/1.0\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.members
+            .iter()
+            .filter(|m| m.is_running() && !m.is_paused())
+            .find_map(|m| {
+                let mut s =
+                    TcpStream::connect_timeout(&m.socket_addr(), Duration::from_millis(500))
+                        .ok()?;
+                s.set_write_timeout(Some(Duration::from_millis(500))).ok()?;
+                // The watch never ends: read until it has been quiet for a
+                // second (the history comes at once), or 30 s in all.
+                s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+                s.write_all(request.as_bytes()).ok()?;
+                let begun = Instant::now();
+                let mut reply = Vec::new();
+                let mut buf = [0u8; 64 * 1024];
+                while begun.elapsed() < Duration::from_secs(30) {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => reply.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&reply).into_owned();
+                text.contains("\"created\":true").then_some(text)
+            })
     }
 }
 

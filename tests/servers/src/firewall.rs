@@ -37,14 +37,15 @@ pub struct Firewall {
 
 impl Firewall {
     /// Creates this run's chains and their jumps (first in INPUT and
-    /// OUTPUT, marks before drops), after removing chains of runs whose
-    /// process is gone.
+    /// OUTPUT, marks before drops), after removing the chains, members and
+    /// scratch directories of runs whose process is gone.
     ///
     /// # Panics
     ///
     /// If iptables is missing or refuses (the fault test needs root, or
     /// `sudo -n`).
     pub fn install() -> Firewall {
+        crate::sweep_stale_members();
         sweep_stale();
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);

@@ -34,7 +34,9 @@ mod sentinel;
 
 pub use etcd_cluster::EtcdCluster;
 pub use firewall::{Firewall, sweep_stale};
-pub use member::{BLOCK, Member, ScratchDir, free_port_at, ident_of, loopback_block, signal};
+pub use member::{
+    BLOCK, Member, ScratchDir, free_port_at, ident_of, loopback_block, signal, sweep_stale_members,
+};
 pub use postgres::Postgres;
 pub use sentinel::{
     DOWN_AFTER_MS, MASTER_NAME, RedisSentinel, Resp, Role, command as redis_command,

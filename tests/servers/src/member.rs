@@ -200,6 +200,88 @@ impl Drop for Member {
     }
 }
 
+/// Kills the cluster members, and removes the scratch directories (and
+/// libfaketime's shared memory), that runs killed before they could clean
+/// up (SIGKILL, a CI timeout) left:
+/// a member is a process running with one of our group ids (see
+/// [`ident_of`]) whose command line or working directory names a scratch
+/// directory of a process that no longer exists.
+pub fn sweep_stale_members() {
+    let dead = |owner: &str| !Path::new(&format!("/proc/{owner}")).exists();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in procs.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let path = entry.path();
+        let gid = std::fs::read_to_string(path.join("status"))
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|l| l.starts_with("Gid:"))?;
+                line.split_whitespace().nth(1)?.parse::<u32>().ok()
+            });
+        if gid.is_none_or(|g| g & 0xc000_0000 != 0x4000_0000) {
+            continue;
+        }
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        let cwd = std::fs::read_link(path.join("cwd")).unwrap_or_default();
+        let text = format!(
+            "{} {}",
+            String::from_utf8_lossy(&cmdline).replace('\0', " "),
+            cwd.display()
+        );
+        if let Some(owner) = scratch_owner(&text)
+            && dead(&owner)
+        {
+            eprintln!("killing process {pid}, a cluster member left by run {owner}");
+            signal(pid, libc::SIGKILL);
+        }
+    }
+    // libfaketime's shared memory, left by skewed generators that were
+    // killed: `faketime_shm_<pid>`, `sem.faketime_sem_<pid>`.
+    if let Ok(entries) = std::fs::read_dir("/dev/shm") {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("faketime_shm_")
+                .or_else(|| name.strip_prefix("sem.faketime_sem_"));
+            if let Some(pid) = pid
+                && pid.bytes().all(|b| b.is_ascii_digit())
+                && dead(pid)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    for base in [PathBuf::from("/dev/shm"), std::env::temp_dir()] {
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = name.ends_with("-etcd-cluster") || name.ends_with("-redis-sentinel");
+            if let Some(owner) = scratch_owner(&format!("/{name}"))
+                && ours
+                && dead(&owner)
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// The process id in a scratch directory's name (`/t<pid>-<n>-<name>`)
+/// somewhere in `text`.
+fn scratch_owner(text: &str) -> Option<String> {
+    text.match_indices("/t").find_map(|(at, _)| {
+        let rest = &text[at + 2..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        (!digits.is_empty() && rest[digits.len()..].starts_with('-')).then_some(digits)
+    })
+}
+
 /// A directory removed when dropped (a cluster's data and logs), unless
 /// `FLAKEID_KEEP_CLUSTER_DIRS` is set.
 pub struct ScratchDir(pub PathBuf);

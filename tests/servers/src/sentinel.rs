@@ -51,8 +51,8 @@ impl RedisSentinel {
     ///
     /// # Panics
     ///
-    /// If redis-server is missing or the deployment is not ready within a
-    /// minute.
+    /// If redis-server is missing or the deployment is not ready within
+    /// two minutes.
     pub fn start(addrs: &[Ipv4Addr]) -> RedisSentinel {
         assert!(addrs.len() >= 5, "a primary, a replica and 3 sentinels");
         let dir = ScratchDir::new("redis-sentinel");
@@ -132,9 +132,9 @@ impl RedisSentinel {
             if quorum && deployment.wait_healthy(Duration::ZERO) {
                 break;
             }
-            if begun.elapsed() > Duration::from_secs(60) {
+            if begun.elapsed() > Duration::from_secs(120) {
                 panic!(
-                    "Redis with Sentinel is not ready after 60 s:\n{}",
+                    "Redis with Sentinel is not ready after 120 s:\n{}",
                     deployment.logs()
                 );
             }

@@ -12,22 +12,61 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use flakeid_fault_tests::run::{Config, RedisUrl, StoreKind, run, sibling_worker};
+use std::sync::atomic::Ordering;
+
+use flakeid_fault_tests::run::{
+    Config, FaultKind, INTERRUPTED, RedisUrl, StoreKind, run, sibling_worker,
+};
+
+/// SIGINT, SIGTERM, SIGHUP: the runner stops at its next step and cleans
+/// up (workers, members, firewall rules) instead of leaving them behind.
+extern "C" fn interrupted(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            libc::signal(
+                signal,
+                interrupted as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
 
 const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--faults 200] \
-    [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn] [--dir DIR]\n\
+    [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn|sentinel] \
+    [--etcd-pre-vote] [--kinds 'pause leader,kill leader'] [--dir DIR]\n\
     \n\
-    --redis-url: the primary when the run started, for every worker (default), or the \
-    primary the sentinels name when each worker starts\n\
+    Runs until at least --faults faults were injected and at least --minutes passed (each \
+    fault is bounded in time; the run stops after twice the minutes, or an hour if that is \
+    longer, regardless).\n\
+    --redis-url: the primary when the run started, for every worker (default); the \
+    primary the sentinels name when each worker starts; or the sentinels themselves\n\
+    --etcd-pre-vote: start etcd with --pre-vote (off by default in etcd 3.4)\n\
+    --kinds: only these faults (default: every kind; names as the report prints them)\n\
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";
 
 fn main() {
+    catch_signals();
     let mut args = std::env::args().skip(1);
     let mut store = None;
     let (mut minutes, mut faults, mut seed, mut workers, mut ttl_ms) =
         (30u64, 200usize, 1u64, 5usize, 3_000u64);
-    let (mut redis_url, mut dir) = (RedisUrl::Initial, None);
+    let (mut redis_url, mut dir, mut kinds) = (RedisUrl::Initial, None, None::<String>);
+    let mut pre_vote = false;
     while let Some(flag) = args.next() {
+        if flag == "--help" || flag == "-h" {
+            println!("{USAGE}");
+            return;
+        }
+        if flag == "--etcd-pre-vote" {
+            pre_vote = true;
+            continue;
+        }
         let value = args
             .next()
             .unwrap_or_else(|| fail(&format!("{flag} needs a value")));
@@ -53,10 +92,12 @@ fn main() {
                 redis_url = match value.as_str() {
                     "initial" => RedisUrl::Initial,
                     "at-spawn" => RedisUrl::AtSpawn,
+                    "sentinel" => RedisUrl::Sentinel,
                     _ => fail(&format!("unknown --redis-url {value}")),
                 }
             }
             "--dir" => dir = Some(PathBuf::from(value)),
+            "--kinds" => kinds = Some(value),
             _ => fail(&format!("unknown flag {flag}")),
         }
     }
@@ -69,6 +110,20 @@ fn main() {
     });
     let mut config = Config::long(store, sibling_worker(), dir.clone());
     config.duration = Duration::from_secs(minutes * 60);
+    config.max_duration = (config.duration * 2).max(Duration::from_secs(60 * 60));
+    config.etcd_pre_vote = pre_vote;
+    if let Some(kinds) = kinds {
+        let all = FaultKind::all(store);
+        config.kinds = kinds
+            .split(',')
+            .map(|name| {
+                let name = name.trim();
+                *all.iter()
+                    .find(|k| k.name(store) == name)
+                    .unwrap_or_else(|| fail(&format!("unknown fault kind {name:?}")))
+            })
+            .collect();
+    }
     config.faults = faults;
     config.seed = seed;
     config.workers = workers;
