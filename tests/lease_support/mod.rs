@@ -1141,6 +1141,8 @@ pub struct Heard {
 #[derive(Default)]
 struct HeardState {
     events: Vec<Event>,
+    /// When each was heard.
+    times: Vec<Instant>,
     gate_open: bool,
 }
 
@@ -1173,6 +1175,7 @@ impl Heard {
         }
         let mut state = self.lock();
         state.events.push(event.clone());
+        state.times.push(Instant::now());
         self.changed.notify_all();
         if matches!(event, Event::Fenced { .. }) {
             while !state.gate_open {
@@ -1199,6 +1202,12 @@ impl Heard {
 
     pub fn events(&self) -> Vec<Event> {
         self.lock().events.clone()
+    }
+
+    /// The events heard, each with when.
+    pub fn timed_events(&self) -> Vec<(Instant, Event)> {
+        let state = self.lock();
+        state.times.iter().copied().zip(state.events.clone()).collect()
     }
 
     /// Waits until the events heard satisfy `done` (at most `within`, then
