@@ -441,8 +441,15 @@ struct Outcome {
 }
 
 /// Injects `action` on the member in `role`, holds it, undoes it, waits
-/// until the cluster is whole, and lets the generators run for another TTL.
-fn fault(fixture: &mut Fixture, fleet: &Fleet, action: Action, role: Role) -> Outcome {
+/// until the cluster is whole, and lets the generators run for `settle`
+/// more (the member rejoining).
+fn fault(
+    fixture: &mut Fixture,
+    fleet: &Fleet,
+    action: Action,
+    role: Role,
+    settle: Duration,
+) -> Outcome {
     let i = fixture.member_in(role);
     let leader = fixture.leader();
     let old = fixture.id_of(leader);
@@ -459,7 +466,7 @@ fn fault(fixture: &mut Fixture, fleet: &Fleet, action: Action, role: Role) -> Ou
     let undone = Instant::now();
     fixture.undo(action, i);
     fixture.wait_whole();
-    thread::sleep(TTL);
+    thread::sleep(settle);
     let end = Instant::now();
     Outcome {
         fenced: fleet.fenced_within(begun, end),
@@ -475,7 +482,9 @@ fn one_member_fault_costs_nothing(action: Action, role: Role) {
     let mut fixture = Fixture::start();
     let fleet = Fleet::start(&fixture, &unique_prefix("one-member"));
     thread::sleep(TTL); // a few renewals first
-    let outcome = fault(&mut fixture, &fleet, action, role);
+    // A few renewals (one every 400 ms at this TTL) after the member is
+    // back.
+    let outcome = fault(&mut fixture, &fleet, action, role, Duration::from_secs(1));
     eprintln!(
         "{action:?} {role:?}: fenced {:?}, IDs during the fault {:?}, election {:?}, \
          renewal failures {}",
@@ -562,7 +571,7 @@ fn a_build_succeeds_while_one_member_is_isolated() {
 
 /// Quorum lost (the leader and a follower paused): every generator fences by
 /// its deadline and issues nothing after it; once both return, every
-/// generator issues again.
+/// generator issues again within 1 s of the cluster answering.
 #[test]
 fn with_quorum_lost_generators_fence_by_their_deadline_and_resume() {
     let _serial = one_at_a_time();
@@ -610,6 +619,13 @@ fn with_quorum_lost_generators_fence_by_their_deadline_and_resume() {
             .map(|&t| t.saturating_duration_since(whole))
             .collect::<Vec<_>>()
     );
+    for (k, &first) in again.iter().enumerate() {
+        let after = first.saturating_duration_since(whole);
+        assert!(
+            after <= Duration::from_secs(1),
+            "generator {k} issued again {after:?} after quorum returned, not within 1 s"
+        );
+    }
     for (k, log) in fleet.logs.iter().enumerate() {
         let log = log.lock().unwrap();
         if let Some(&(t, _)) = log.ids.iter().find(|&&(t, _)| t > deadline && t < resumed) {
@@ -673,7 +689,7 @@ fn measure_fenced_time_per_fault() {
     for round in 0..rounds {
         for (k, &(action, role)) in kinds.iter().enumerate() {
             let begun = Instant::now();
-            let o = fault(&mut fixture, &fleet, action, role);
+            let o = fault(&mut fixture, &fleet, action, role, TTL);
             let ms: Vec<f64> = o.fenced.iter().map(|d| d.as_secs_f64() * 1e3).collect();
             if o.fenced.iter().any(|f| !f.is_zero()) {
                 // What the keepers heard, from the fault on.

@@ -1207,7 +1207,12 @@ impl Heard {
     /// The events heard, each with when.
     pub fn timed_events(&self) -> Vec<(Instant, Event)> {
         let state = self.lock();
-        state.times.iter().copied().zip(state.events.clone()).collect()
+        state
+            .times
+            .iter()
+            .copied()
+            .zip(state.events.clone())
+            .collect()
     }
 
     /// Waits until the events heard satisfy `done` (at most `within`, then

@@ -650,6 +650,90 @@ impl Store for EtcdStore {
 mod tests {
     use super::*;
 
+    /// The mark's value, as a number.
+    async fn mark_of(client: &mut Client, key: &str) -> u64 {
+        let got = client.get(key, None).await.unwrap();
+        let value = String::from_utf8_lossy(got.kvs()[0].value()).into_owned();
+        value.parse().unwrap()
+    }
+
+    /// A renewal that etcd applies after a newer one (a copy of a hedged
+    /// renewal, or one whose attempt timed out on the client but was
+    /// applied later) leaves the mark where the newer one put it.
+    #[test]
+    fn a_renewal_applied_late_never_lowers_the_mark() {
+        use flakeid_test_servers::{Kind, Server, unique_prefix};
+        let server = Server::start(Kind::Etcd);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut c = Client::connect([server.url()], None).await.unwrap();
+            let prefix = unique_prefix("late-renewal");
+            let (node_key, mark_key) = (format!("{prefix}/nodes/1"), format!("{prefix}/marks/1"));
+            let lease = c.lease_grant(10, None).await.unwrap().id();
+            // The claim: the node key bound to the lease, the mark at 100.
+            let claim = Txn::new().and_then([
+                TxnOp::put(
+                    node_key.clone(),
+                    "token",
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::put(mark_key.clone(), "100", None),
+            ]);
+            let claimed = header_revision(&c.txn(claim).await.unwrap()).unwrap();
+            // Two renewals sent after the claim: to 150, then to 200. The
+            // one to 200 is applied first, the one to 150 after it.
+            let renewed = raise_mark(
+                &mut c,
+                lease,
+                node_key.clone(),
+                mark_key.clone(),
+                200,
+                claimed,
+            )
+            .await
+            .unwrap();
+            let newer = renewed.expect("the node key is this holder's");
+            assert_eq!(mark_of(&mut c, &mark_key).await, 200);
+            let late = raise_mark(
+                &mut c,
+                lease,
+                node_key.clone(),
+                mark_key.clone(),
+                150,
+                claimed,
+            )
+            .await
+            .unwrap();
+            assert_eq!(mark_of(&mut c, &mark_key).await, 200, "the mark went down");
+            assert_eq!(late, Some(newer), "the late renewal counts as renewed");
+            // A renewal sent before the mark was last written, to a higher
+            // ceiling, raises it.
+            let higher = raise_mark(
+                &mut c,
+                lease,
+                node_key.clone(),
+                mark_key.clone(),
+                250,
+                claimed,
+            )
+            .await
+            .unwrap();
+            assert!(higher.is_some_and(|r| r > newer));
+            assert_eq!(mark_of(&mut c, &mark_key).await, 250);
+            // The lease revoked (etcd deletes the node key): the renewal is
+            // lost, and the mark stays.
+            c.lease_revoke(lease).await.unwrap();
+            let lost = raise_mark(&mut c, lease, node_key, mark_key.clone(), 300, claimed)
+                .await
+                .unwrap();
+            assert_eq!(lost, None);
+            assert_eq!(mark_of(&mut c, &mark_key).await, 250);
+        });
+    }
+
     #[test]
     fn a_granted_ttl_shorter_than_asked_is_refused() {
         assert_eq!(check_grant(3, 3, 7), Ok(()));
