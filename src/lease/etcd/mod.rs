@@ -63,9 +63,14 @@ pub(crate) struct EtcdStore {
     /// Bounds each call.
     limit: CallLimit,
     token: String,
-    /// The mark's revision after this holder's last write, per etcd lease
-    /// held: a renewal's put applies only while it is still the mark's.
+    /// The mark's revision after this holder's last write, per claim (by
+    /// its handle): a renewal's put applies only while it is still the
+    /// mark's.
     mark_revisions: HashMap<i64, i64>,
+    /// The etcd lease each claim is bound to, where it is not the one the
+    /// claim was made with (its handle): the node id was taken back under
+    /// a fresh lease after etcd revoked the first.
+    leases: HashMap<i64, i64>,
     renew_every: Duration,
 }
 
@@ -125,6 +130,7 @@ impl EtcdStore {
             },
             token,
             mark_revisions: HashMap::new(),
+            leases: HashMap::new(),
             renew_every: renew_every(settings),
         })
     }
@@ -208,10 +214,75 @@ impl EtcdStore {
         )
     }
 
-    /// Forgets what is kept for `lease`, which is going away.
-    fn forget(&mut self, lease: i64) {
+    /// Forgets what is kept for the claim made with `handle`, which is
+    /// going away.
+    fn forget(&mut self, handle: i64) {
+        let lease = self.lease_of(handle);
         self.members.forget(lease);
-        self.mark_revisions.remove(&lease);
+        self.mark_revisions.remove(&handle);
+        self.leases.remove(&handle);
+    }
+
+    /// The etcd lease the claim made with `handle` is bound to.
+    fn lease_of(&self, handle: i64) -> i64 {
+        self.leases.get(&handle).copied().unwrap_or(handle)
+    }
+
+    /// Takes `node` back under a fresh etcd lease after its own was found
+    /// gone while this holder's fence was open (etcd revokes leases it
+    /// should not: a leader resumed from a pause revokes those its stale
+    /// clock deems expired, etcd-io/etcd#15247), if nobody claimed it
+    /// since: the node key is absent and the mark is still at `revision`,
+    /// this holder's last write (every claim writes the mark). The mark is
+    /// raised to `ceiling_ms` in the same transaction. The fresh lease and
+    /// the mark's revision after; `None` if the node id cannot be taken
+    /// back (the renewal then counts as lost).
+    fn take_back(&mut self, node: u64, ceiling_ms: u64, revision: i64) -> Option<(i64, i64)> {
+        if revision == 0 {
+            return None;
+        }
+        let ttl = self.ttl_secs;
+        let grant = self
+            .call("grant a lease", Spread::InTurn, move |mut c| async move {
+                c.lease_grant(ttl, None)
+                    .await
+                    .map_err(|e| classify("grant a lease", e))
+            })
+            .ok()?;
+        if !grant.error().is_empty() || check_grant(ttl, grant.ttl(), grant.id()).is_err() {
+            return None;
+        }
+        let lease = grant.id();
+        let (node_key, mark_key) = (self.node_key(node), self.mark_key(node));
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(node_key.clone(), CompareOp::Equal, 0),
+                Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
+            ])
+            .and_then([
+                TxnOp::put(
+                    node_key.clone(),
+                    self.token.clone(),
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::put(mark_key, ceiling_ms.to_string(), None),
+            ])
+            .or_else([TxnOp::get(node_key, None)]);
+        let taken = match self.txn("take the node id back", txn) {
+            Ok(reply) if reply.succeeded() => header_revision(&reply).ok(),
+            // An earlier attempt of this very transaction applied.
+            Ok(reply) => else_kvs(&reply)
+                .into_iter()
+                .next()
+                .flatten()
+                .filter(|kv| kv.lease() == lease && kv.value() == self.token.as_bytes())
+                .map(|kv| kv.mod_revision()),
+            Err(_) => None,
+        };
+        if taken.is_none() {
+            let _ = self.revoke(lease);
+        }
+        taken.map(|revision| (lease, revision))
     }
 
     /// With a fresh lease: reads who holds what and claims the lowest free
@@ -586,9 +657,10 @@ impl Store for EtcdStore {
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
-        let lease = claim.handle;
+        let handle = claim.handle;
+        let lease = self.lease_of(handle);
         let (node_key, mark_key) = (self.node_key(claim.node), self.mark_key(claim.node));
-        let revision = self.mark_revisions.get(&lease).copied().unwrap_or(0);
+        let revision = self.mark_revisions.get(&handle).copied().unwrap_or(0);
         let budget = self.limit.budget();
         if budget.is_zero() {
             return Err(self.unreachable("renew the lease", "no time left".into()));
@@ -607,12 +679,22 @@ impl Store for EtcdStore {
             });
         match answer {
             Ok(Renewal::Renewed(revision)) => {
-                self.mark_revisions.insert(lease, revision);
+                self.mark_revisions.insert(handle, revision);
                 Ok(true)
             }
             Ok(Renewal::Lost) => {
-                self.forget(lease);
-                Ok(false)
+                self.members.forget(lease);
+                match self.take_back(claim.node, ceiling_ms, revision) {
+                    Some((lease, revision)) => {
+                        self.leases.insert(handle, lease);
+                        self.mark_revisions.insert(handle, revision);
+                        Ok(true)
+                    }
+                    None => {
+                        self.forget(handle);
+                        Ok(false)
+                    }
+                }
             }
             Err(failure) => Err(self.failure("renew the lease", failure)),
         }
@@ -620,7 +702,7 @@ impl Store for EtcdStore {
 
     fn release(&mut self, claim: &Claim, mark_ms: Option<u64>) -> Result<(), LeaseError> {
         let (lease, node_key, mark_key) = (
-            claim.handle,
+            self.lease_of(claim.handle),
             self.node_key(claim.node),
             self.mark_key(claim.node),
         );
@@ -632,7 +714,7 @@ impl Store for EtcdStore {
         let txn = Txn::new()
             .when([Compare::lease(node_key, CompareOp::Equal, lease)])
             .and_then(ops);
-        self.forget(lease);
+        self.forget(claim.handle);
         // One call, so that both requests share its budget.
         self.call("release the node id", Spread::InTurn, move |mut c| {
             let txn = txn.clone();
