@@ -38,6 +38,16 @@
 //! election succeeds. With quorum lost, generators fence by their deadline;
 //! once it returns, the next attempt (a fresh client for each member that
 //! failed) succeeds.
+//!
+//! A leader resumed from a pause may revoke leases that its stale clock
+//! deems expired although they were kept alive meanwhile
+//! (etcd-io/etcd#15247), deleting node keys whose holders' fences are
+//! open. A renewal that finds its node key gone takes the node id back
+//! under a fresh lease if nobody claimed it since (the mark still at this
+//! holder's last write: every claim writes the mark), so that this costs
+//! no fenced time; if someone did, the renewal is lost and the fence
+//! closes. Marks are never lowered while a node id is held, so a claimer
+//! after such a revocation starts above every ID the holder issued.
 
 mod members;
 
