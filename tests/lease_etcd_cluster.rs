@@ -209,10 +209,13 @@ fn status(addr: SocketAddr) -> Option<(u64, u64)> {
     Some((field("member_id")?, field("leader").unwrap_or(0)))
 }
 
+/// Each member's leader as it names it (`None`: no answer), and when.
+type LeaderChanges = Vec<(Instant, Vec<Option<u64>>)>;
+
 /// Who each member names as leader, polled every 50 ms on a thread of its
 /// own: each change, and when (for the measurement's account of a fence).
 struct LeaderLog {
-    changes: Arc<Mutex<Vec<(Instant, Vec<Option<u64>>)>>>,
+    changes: Arc<Mutex<LeaderChanges>>,
     stop: Arc<AtomicBool>,
 }
 
