@@ -631,6 +631,47 @@ mod tests {
         assert!(fence.check().is_some(), "extended past the first deadline");
     }
 
+    /// A renewal answered after the deadline on a fence nobody has closed:
+    /// no generator called since the deadline passed, so the deadline is
+    /// still stored and no `check` has swapped it for 0. The renewal must
+    /// be refused all the same, and the fence stay closed: no grant, no
+    /// ticket taken before the deadline confirmed, the ceiling unraised,
+    /// and closed since the deadline.
+    #[test]
+    fn a_late_renewal_does_not_reopen_a_fence_nobody_closed() {
+        let (clock, mock) = quanta::Clock::mock();
+        let fence = Fence::with_clock(clock);
+        let g = Grant {
+            ceiling: 500,
+            ..grant(4, 10)
+        };
+        fence.open(g, 800_000);
+        mock.increment(Duration::from_micros(500));
+        let (_, ticket) = fence.check().unwrap();
+        // The renewal is sent now; nobody calls until its answer, which
+        // comes back after the deadline.
+        let sent = fence.now_ns();
+        mock.increment(Duration::from_micros(400));
+        assert!(
+            !fence.extend(sent + 800_000, 700),
+            "a late renewal is refused"
+        );
+        assert_eq!(fence.check(), None, "the late renewal did not reopen it");
+        assert!(!fence.confirm(ticket), "nor does a ticket from before it");
+        assert_eq!(fence.ceiling(), 500, "nor was the ceiling raised");
+        #[cfg(any(feature = "etcd", feature = "redis"))]
+        assert_eq!(
+            fence.closed_for(),
+            Some(Duration::from_micros(100)),
+            "closed since the deadline"
+        );
+        // A second late answer (a retry's) changes nothing either.
+        mock.increment(Duration::from_micros(50));
+        assert!(!fence.extend(fence.now_ns() + 800_000, 900));
+        assert_eq!(fence.check(), None);
+        assert!(!fence.confirm(ticket));
+    }
+
     #[test]
     fn requests_reach_the_keeper_once() {
         let fence = fence();

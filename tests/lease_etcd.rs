@@ -76,3 +76,9 @@ fn marks_far_ahead_of_the_clock_are_skipped_counted_and_named() {
     let _serial = lease_support::one_at_a_time();
     lease_support::poisoned_marks(&Server::start(Kind::Etcd));
 }
+
+#[test]
+fn a_renewal_answered_after_the_deadline_fences_and_does_not_reopen() {
+    let _serial = lease_support::one_at_a_time();
+    lease_support::late_renewal(&Server::start(Kind::Etcd));
+}

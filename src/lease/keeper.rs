@@ -129,6 +129,19 @@ pub(crate) trait Store: Send + 'static {
         let _ = deadline;
     }
 
+    /// How often to renew: [`Settings::renew_every`], unless the store needs
+    /// it more often (etcd at short TTLs, to outlast an election).
+    fn renew_every(&self, settings: &Settings) -> Duration {
+        settings.renew_every()
+    }
+
+    /// How soon to renew again after a failed renewal:
+    /// [`Settings::retry_every`], unless the store paces its own attempts
+    /// within each call (etcd).
+    fn renew_retry(&self, settings: &Settings) -> Duration {
+        settings.retry_every()
+    }
+
     /// Claims the lowest node id in `ask.first..=ask.last` that has no holder
     /// and that [`Ask::takes`], recording `ask.ceiling_ms` as its mark if
     /// that is higher.
@@ -222,9 +235,10 @@ impl Settings {
         self.ttl / 3
     }
 
-    /// Between attempts after a failure.
+    /// Between attempts after a failure: a tenth of the TTL, at most 250 ms
+    /// (a store back after an outage is claimed from again within that).
     pub(crate) fn retry_every(&self) -> Duration {
-        (self.ttl / 10).max(Duration::from_millis(10))
+        (self.ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(250))
     }
 
     /// A request still unanswered after this is given up: by then the next
@@ -346,7 +360,7 @@ impl<S: Store> Run<S> {
         self.next_renewal = self
             .fence
             .now_ns()
-            .saturating_add(nanos(self.settings.renew_every()));
+            .saturating_add(nanos(self.store.renew_every(&self.settings)));
         let node_id = held.claim.node;
         self.held = Some(held);
         self.settings.events.emit(Event::LeaseClaimed { node_id });
@@ -471,7 +485,7 @@ impl<S: Store> Run<S> {
     /// nothing is held. Returns the fence nanoseconds at which it next wants
     /// to run; running it earlier does no harm.
     pub(crate) fn step(&mut self) -> u64 {
-        let renew_every = nanos(self.settings.renew_every());
+        let renew_every = nanos(self.store.renew_every(&self.settings));
         let retry_every = nanos(self.settings.retry_every());
         let now = self.fence.now_ns();
         // A request waiting out the pause after a failed rotation stays
@@ -547,7 +561,8 @@ impl<S: Store> Run<S> {
                         h.valid_until = 0;
                     }
                     Err(error) => {
-                        self.retry_at = self.fence.now_ns().saturating_add(retry_every);
+                        let retry = nanos(self.store.renew_retry(&self.settings));
+                        self.retry_at = self.fence.now_ns().saturating_add(retry);
                         self.next_renewal = self.next_renewal.max(self.retry_at);
                         self.settings.events.emit(Event::LeaseRenewalFailed {
                             node_id: h.claim.node,

@@ -5,12 +5,14 @@
 //! Each test binary uses the part for its backend only.
 #![allow(dead_code)]
 
+mod hold;
+
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -19,6 +21,7 @@ use flakeid::{
     ManualClock, Persist,
 };
 pub use flakeid_test_servers::{Impostor, Kind, Proxy, Server, free_port, unique_prefix, url_at};
+pub use hold::HoldingProxy;
 
 /// The TTL the tests run with: short, so fencing and expiry take a second.
 pub const TTL: Duration = Duration::from_secs(1);
@@ -1112,4 +1115,268 @@ pub fn poisoned_marks(server: &Server) {
     assert_eq!(patient.node_id(), 3);
     assert!(patient.next_id() > last_ahead);
     drop(g);
+}
+
+/// Waits (polling) until `done`, for at most `within`; panics naming `what`
+/// after that. The bound is far above the expected wait: reaching it means
+/// something never happened, not that it was slow.
+pub fn wait_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let begun = Instant::now();
+    while !done() {
+        assert!(begun.elapsed() < within, "{what}: not within {within:?}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The lease events a generator's hook heard, in order, and a gate: while
+/// it is shut, the hook holds the keeper thread when it hears `Fenced`
+/// (after the keeper closed the fence, before it claims afresh), so the
+/// test sees the generator as the lapse left it.
+#[derive(Default)]
+pub struct Heard {
+    state: Mutex<HeardState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct HeardState {
+    events: Vec<Event>,
+    /// When each was heard.
+    times: Vec<Instant>,
+    gate_open: bool,
+}
+
+impl Heard {
+    /// A log whose gate is open (the hook never holds the keeper).
+    pub fn open() -> Arc<Heard> {
+        let heard = Arc::new(Heard::default());
+        heard.open_gate();
+        heard
+    }
+
+    /// A log whose gate holds the keeper at `Fenced` until
+    /// [`Heard::open_gate`].
+    pub fn gated() -> Arc<Heard> {
+        Arc::new(Heard::default())
+    }
+
+    /// The hook: keeps lease events, and holds the keeper at `Fenced`
+    /// while the gate is shut.
+    pub fn hear(&self, event: &Event) {
+        if !matches!(
+            event,
+            Event::LeaseClaimed { .. }
+                | Event::LeaseRenewalFailed { .. }
+                | Event::Fenced { .. }
+                | Event::LeaseReopened { .. }
+                | Event::LeaseRotated { .. }
+        ) {
+            return;
+        }
+        let mut state = self.lock();
+        state.events.push(event.clone());
+        state.times.push(Instant::now());
+        self.changed.notify_all();
+        if matches!(event, Event::Fenced { .. }) {
+            while !state.gate_open {
+                state = self
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+    }
+
+    /// (A test that failed while holding it leaves it poisoned; the gate
+    /// must still open.)
+    fn lock(&self) -> std::sync::MutexGuard<'_, HeardState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn open_gate(&self) {
+        self.lock().gate_open = true;
+        self.changed.notify_all();
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    /// The events heard, each with when.
+    pub fn timed_events(&self) -> Vec<(Instant, Event)> {
+        let state = self.lock();
+        state
+            .times
+            .iter()
+            .copied()
+            .zip(state.events.clone())
+            .collect()
+    }
+
+    /// Waits until the events heard satisfy `done` (at most `within`, then
+    /// panics naming `what`); returns them.
+    pub fn wait_for(
+        &self,
+        within: Duration,
+        what: &str,
+        mut done: impl FnMut(&[Event]) -> bool,
+    ) -> Vec<Event> {
+        let begun = Instant::now();
+        let mut state = self.lock();
+        while !done(&state.events) {
+            let left = within.checked_sub(begun.elapsed()).unwrap_or_else(|| {
+                panic!("{what}: not within {within:?}; heard {:?}", state.events)
+            });
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        state.events.clone()
+    }
+}
+
+/// Opens a gate when dropped: declared after the generator, it is dropped
+/// first, so a failing test does not leave the keeper held while the
+/// generator's drop waits for it.
+pub struct OpenOnDrop(pub Arc<Heard>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open_gate();
+    }
+}
+
+fn is_fenced(e: &Event) -> bool {
+    matches!(e, Event::Fenced { .. })
+}
+
+fn is_renewal_failure(e: &Event) -> bool {
+    matches!(e, Event::LeaseRenewalFailed { .. })
+}
+
+/// A renewal the store applied but whose answer came back after the
+/// fence's deadline, on a fence that no generator call had closed (nobody
+/// called between the deadline and the answer, so the deadline is still
+/// stored): the generator must be fenced, the late answer must not reopen
+/// it, and the keeper then claims afresh.
+///
+/// A proxy holds the store's replies from just after the build on (before
+/// the first renewal is due: at least a twelfth of the TTL after the
+/// claim). The lease's safety margin is half its TTL, so the deadline (the
+/// claim's send plus half the TTL, before the build returned) comes while a
+/// renewal waits for its answer: the first is due within a third of the TTL
+/// and waits up to a third of the TTL, and one that failed is followed by
+/// the next within a tenth of the TTL. The test lets the replies through
+/// half a TTL after the build returned, when the deadline has certainly
+/// passed: the renewal waiting then gets its answer late. Unless the
+/// deadline fell between two renewals, or the keeper ran late: the lease
+/// then ended without a late answer (a renewal failed, or none was
+/// waiting), which checks the same fence by the other path, and the
+/// scenario runs again, up to five times, until a late answer reached the
+/// keeper.
+pub fn late_renewal(server: &Server) {
+    const LATE_TTL: Duration = Duration::from_secs(3);
+    const WITHIN: Duration = Duration::from_secs(60);
+    let mut late_answers = 0;
+    let mut runs = 0;
+    while late_answers == 0 && runs < 5 {
+        runs += 1;
+        let prefix = unique_prefix("late");
+        let proxy = HoldingProxy::new(server.addr());
+        let heard = Heard::gated();
+        let hook = heard.clone();
+        let asked = Instant::now();
+        let g = Generator::builder(Layout::twitter())
+            .lease(
+                lease_at(server.kind, proxy.addr(), &prefix)
+                    .node_ids(0..=0)
+                    .ttl(LATE_TTL)
+                    .safety_margin(LATE_TTL / 2),
+            )
+            .on_event(move |e: &Event| hook.hear(e))
+            .build()
+            .unwrap();
+        proxy.hold(true);
+        let held = Instant::now();
+        let _gate = OpenOnDrop(heard.clone());
+        if held - asked >= LATE_TTL / 12 {
+            // The first renewal may have been answered before the hold.
+            eprintln!(
+                "late renewal: the hold began {:?} after the build was asked for",
+                held - asked
+            );
+            continue;
+        }
+        // (Read straight from the server, not through the proxy.)
+        let claimed_mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
+        // No generator call from here until the keeper says Fenced.
+        let before = proxy.sent();
+        wait_until(WITHIN, "the first renewal's request", || {
+            proxy.sent() > before
+        });
+        // The deadline passed by then (5 ms for the fence's TSC
+        // calibration): a lower bound, the renewal's request timeout runs
+        // for a sixth of the TTL more.
+        let release_at = held + LATE_TTL / 2 + Duration::from_millis(5);
+        thread::sleep(release_at.saturating_duration_since(Instant::now()));
+        let before_release = heard.events().len();
+        proxy.hold(false);
+        let events = heard.wait_for(WITHIN, "Fenced", |e| e.iter().any(is_fenced));
+
+        // The keeper is held at Fenced: the generator as the lapse left it.
+        assert_eq!(
+            g.try_next_id(),
+            Err(GenerateError::Fenced),
+            "issued after a late renewal; heard {events:?}"
+        );
+        assert!(
+            matches!(g.health(), Health::Fenced { .. }),
+            "{:?}; heard {events:?}",
+            g.health()
+        );
+        // A renewal was waiting for its answer when the hold ended (held
+        // bytes went to an open connection), it had reached the store (the
+        // mark is raised), and its answer reached the keeper, which took it
+        // as renewed (no failure heard after the hold) and extended nothing
+        // (Fenced heard after the hold).
+        let mark: u64 = server.mark(&prefix, 0).unwrap().parse().unwrap();
+        let after = &events[before_release..];
+        if proxy.delivered_late() > 0
+            && mark > claimed_mark
+            && after.iter().any(is_fenced)
+            && !after.iter().any(is_renewal_failure)
+        {
+            late_answers += 1;
+        }
+        heard.open_gate();
+
+        // The keeper claims afresh, and the generator issues again.
+        let events = heard.wait_for(WITHIN, "the fresh claim", |e| {
+            e.iter().any(|e| matches!(e, Event::LeaseReopened { .. }))
+        });
+        wait_until(WITHIN, "an ID after the fresh claim", || {
+            g.try_next_id().is_ok()
+        });
+        let changes: Vec<&Event> = events.iter().filter(|e| !is_renewal_failure(e)).collect();
+        assert!(
+            matches!(
+                changes[..],
+                [
+                    Event::LeaseClaimed { node_id: 0 },
+                    Event::Fenced { node_id: 0 },
+                    Event::LeaseReopened { node_id: 0 }
+                ]
+            ),
+            "lease events heard: {events:?}"
+        );
+    }
+    eprintln!("late renewal: {late_answers} late answer(s) in {runs} run(s)");
+    assert!(
+        late_answers > 0,
+        "in {runs} runs the keeper never had the held answer before giving up on it"
+    );
 }
