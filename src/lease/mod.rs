@@ -102,10 +102,13 @@
 //!   allowance, or that far past a tick the generator was refused for want
 //!   of ceiling under the current grant (a fresh grant forgets such ticks,
 //!   and a rotation's claim ignores them).
-//! - **Renew** every third of the TTL: etcd's lease keep-alive plus a
-//!   transaction raising the mark if the node key is still bound to this
-//!   holder's lease; Redis: one script that checks the token, runs `PEXPIRE`
-//!   and raises the mark.
+//! - **Renew** every third of the TTL (on etcd below a TTL of about 4.5 s,
+//!   more often, so the last renewal before a leader fails outlasts an
+//!   election: every 400 ms at 3 s): etcd's lease keep-alive plus a
+//!   transaction raising the mark if it is still where this holder last
+//!   wrote it and the node key is still bound to its lease; Redis: one
+//!   script that checks the token, runs `PEXPIRE` and raises the mark. A
+//!   mark is never lowered.
 //! - **Fence**: the generator never enters a millisecond past the ceiling the
 //!   store has acknowledged, and it stops issuing once renewals have failed for
 //!   the TTL less a safety margin (default a fifth of the TTL), measured on the
@@ -188,9 +191,35 @@
 //!
 //! ## etcd
 //!
-//! A cluster of 3 or 5 members; list every member's client URL in
-//! [`Lease::etcd`]. Uniqueness needs no more than etcd's own guarantees
-//! (linearizable transactions, leases a leader change only extends).
+//! A cluster of 3 or 5 members, each started with `--pre-vote` (the default
+//! from etcd 3.5 on); list every member's client URL in [`Lease::etcd`],
+//! not a load balancer or one DNS name for all:
+//!
+//! ```text
+//! Lease::etcd(["http://etcd-0:2379", "http://etcd-1:2379", "http://etcd-2:2379"])
+//! ```
+//!
+//! The keeper holds one client per member and asks the one that answered
+//! last first. Each attempt has a limit of a twelfth of the TTL (between
+//! 100 ms and 1 s); a member that misses it, refuses, or has no leader is
+//! dropped for the next. A renewal not answered within a third of that
+//! limit goes to the next member too, and the first answer counts; claims
+//! and releases go to one member at a time. So one member paused, killed
+//! or cut off, the leader included, costs no fenced time while the other
+//! two keep quorum; builds succeed while a quorum answers. With quorum
+//! lost, generators fence at their deadline and issue again within a
+//! second of its return. Without `--pre-vote`, a member that rejoins after
+//! being cut off forces an election, and for up to about 2 s no member
+//! can renew anything: generators then fence for that long.
+//!
+//! What it assumes: a TTL of at least 3 s with etcd's default election
+//! timeout (1 s), so the deadline outlasts an election; the wall clocks of
+//! generators that hand a node id to each other agree within the lead
+//! allowance. Uniqueness needs no more than etcd's own guarantees
+//! (linearizable transactions, leases a leader change only extends): a
+//! renewal etcd applies late, or a hedged copy, never lowers a mark, and a
+//! node key that etcd 3.4 revokes on a resumed leader (etcd-io/etcd#15247)
+//! is taken back under a fresh lease if nobody claimed it meanwhile.
 //!
 //! ## Redis with Sentinel
 //!
