@@ -65,7 +65,10 @@ impl RedisSentinel {
             DATA_NODES - 1
         );
         let dir = ScratchDir::new("redis-sentinel");
-        let ports: Vec<u16> = addrs[..DATA_NODES + 3].iter().map(|&a| free_port_at(a)).collect();
+        let ports: Vec<u16> = addrs[..DATA_NODES + 3]
+            .iter()
+            .map(|&a| free_port_at(a))
+            .collect();
         let (primary, primary_port) = (addrs[0], ports[0]);
         let mut nodes = Vec::new();
         for i in 0..DATA_NODES {
