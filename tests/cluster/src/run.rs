@@ -1138,8 +1138,8 @@ fn plant_spec(store: Store, prefix: &str, plant: Plant) -> WorkerSpec {
 /// is isolated, and Sentinel fails over to a replica, which the other
 /// replica follows), keeps issuing under node id 0 after its generator is
 /// fenced, and another worker claims node id 0 (on the other members; on
-/// the promoted replica). Returns the checker's
-/// report on the run kept in `dir`: it must find an overlap.
+/// the promoted replica). Returns the checker's report on the run kept in
+/// `dir`: it must find an overlap.
 pub fn planted_open_fence(store: StoreKind, exe: &Path, dir: &Path) -> Report {
     let mut cluster = Cluster::start(store);
     let mut fleet = Fleet::new(dir, exe);

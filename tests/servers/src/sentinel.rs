@@ -1,7 +1,7 @@
-//! Redis behind Sentinel: a primary, two replicas and three sentinels,
-//! each on a loopback address of its own (the deployment the lease docs
-//! ask for), with config files Sentinel may
-//! rewrite (as in production), killed when dropped.
+//! Redis behind Sentinel: a primary, two replicas and three sentinels
+//! (the deployment the lease docs ask for), each on a loopback address of
+//! its own, with config files Sentinel may rewrite (as in production),
+//! killed when dropped.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
