@@ -2,7 +2,7 @@
 //! checker.
 //!
 //! - **The clusters** (`flakeid-test-servers`): a 3-member etcd cluster, and
-//!   Redis with a primary, a replica and three sentinels, each member on a
+//!   Redis with a primary, two replicas and three sentinels, each member on a
 //!   loopback address of its own.
 //! - **Generator processes** (`fault-worker`, [`worker`]): each builds a
 //!   leased generator over few node ids, calls `try_next_id` in a loop,

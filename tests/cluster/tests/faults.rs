@@ -90,7 +90,7 @@ fn a_fence_left_open_is_caught_on_etcd() {
     assert_caught(&planted_open_fence(StoreKind::Etcd, &worker(), dir.path()));
 }
 
-/// The same on Redis: the primary is cut off, Sentinel promotes the
+/// The same on Redis: the primary is cut off, Sentinel promotes a
 /// replica, and a worker claims the node id there.
 #[test]
 fn a_fence_left_open_is_caught_on_redis() {

@@ -1,6 +1,7 @@
-//! Redis behind Sentinel: a primary, one replica and three sentinels, each
-//! on a loopback address of its own, with config files Sentinel may
-//! rewrite (as in production), killed when dropped.
+//! Redis behind Sentinel: a primary, two replicas and three sentinels
+//! (the deployment the lease docs ask for), each on a loopback address of
+//! its own, with config files Sentinel may rewrite (as in production),
+//! killed when dropped.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -15,11 +16,14 @@ pub const MASTER_NAME: &str = "flakeid";
 /// A primary that answers nothing for this long is down (subjectively,
 /// then objectively with two sentinels agreeing) and fails over.
 pub const DOWN_AFTER_MS: u32 = 2_000;
+/// Data nodes: a primary and two replicas, so that a promoted replica has
+/// a replica of its own to acknowledge writes (`WAIT 1`) at once.
+pub const DATA_NODES: usize = 3;
 const FAILOVER_TIMEOUT_MS: u32 = 4_000;
 
 pub struct RedisSentinel {
-    /// The data nodes: 0 started as the primary, 1 as its replica. Which is
-    /// the primary now is [`RedisSentinel::primary`]'s to say.
+    /// The data nodes: 0 started as the primary, 1 and 2 as its replicas.
+    /// Which is the primary now is [`RedisSentinel::primary`]'s to say.
     pub nodes: Vec<Member>,
     pub sentinels: Vec<Member>,
     dir: ScratchDir,
@@ -45,23 +49,31 @@ impl Resp {
 }
 
 impl RedisSentinel {
-    /// Starts the primary on `addrs[0]`, its replica on `addrs[1]` and
-    /// sentinels on `addrs[2..5]`; returns once the replica is in sync and
-    /// the sentinels know each other and can authorize a failover.
+    /// Starts the primary on `addrs[0]`, its replicas on `addrs[1..3]` and
+    /// sentinels on `addrs[3..6]` (quorum 2); returns once both replicas
+    /// are in sync and the sentinels know each other and can authorize a
+    /// failover.
     ///
     /// # Panics
     ///
     /// If redis-server is missing or the deployment is not ready within
     /// two minutes.
     pub fn start(addrs: &[Ipv4Addr]) -> RedisSentinel {
-        assert!(addrs.len() >= 5, "a primary, a replica and 3 sentinels");
+        assert!(
+            addrs.len() >= DATA_NODES + 3,
+            "a primary, {} replicas and 3 sentinels",
+            DATA_NODES - 1
+        );
         let dir = ScratchDir::new("redis-sentinel");
-        let ports: Vec<u16> = addrs[..5].iter().map(|&a| free_port_at(a)).collect();
+        let ports: Vec<u16> = addrs[..DATA_NODES + 3]
+            .iter()
+            .map(|&a| free_port_at(a))
+            .collect();
         let (primary, primary_port) = (addrs[0], ports[0]);
         let mut nodes = Vec::new();
-        for i in 0..2 {
-            let name = if i == 0 { "redis-0" } else { "redis-1" };
-            let data = dir.0.join(name);
+        for i in 0..DATA_NODES {
+            let name = format!("redis-{i}");
+            let data = dir.0.join(&name);
             std::fs::create_dir_all(&data).unwrap();
             // Dialing the primary from its own address (not 127.0.0.1),
             // so that isolating it by address cuts that link too.
@@ -72,7 +84,7 @@ impl RedisSentinel {
                 port = ports[i],
                 addr = addrs[i],
             );
-            if i == 1 {
+            if i > 0 {
                 conf.push_str(&format!("replicaof {primary} {primary_port}\n"));
             }
             let path = dir.0.join(format!("{name}.conf"));
@@ -90,7 +102,7 @@ impl RedisSentinel {
         let mut sentinels = Vec::new();
         for i in 0..3 {
             let name = format!("sentinel-{i}");
-            let (addr, port) = (addrs[2 + i], ports[2 + i]);
+            let (addr, port) = (addrs[DATA_NODES + i], ports[DATA_NODES + i]);
             let data = dir.0.join(&name);
             std::fs::create_dir_all(&data).unwrap();
             let conf = format!(
@@ -217,8 +229,8 @@ impl RedisSentinel {
     }
 
     /// Waits until the sentinels agree on a primary that says it is one
-    /// with the other node as its replica, in sync, and every sentinel
-    /// knows that replica; false after `within` (a zero `within` checks
+    /// with both other nodes as its replicas, in sync, and every sentinel
+    /// knows those replicas; false after `within` (a zero `within` checks
     /// once).
     pub fn wait_healthy(&mut self, within: Duration) -> bool {
         let begun = Instant::now();
@@ -238,11 +250,19 @@ impl RedisSentinel {
         let Some(p) = self.primary() else {
             return false;
         };
-        let r = 1 - p;
         let primary_addr = self.nodes[p].socket_addr().to_string();
-        matches!(self.role(p), Some(Role::Primary { replicas }) if replicas >= 1)
-            && matches!(self.role(r), Some(Role::Replica { of, link_up: true }) if of == primary_addr)
-            && self.sentinels_know(r)
+        let replicas = self.replicas_of(p);
+        matches!(self.role(p), Some(Role::Primary { replicas: n }) if n as usize >= replicas.len())
+            && replicas.iter().all(|&r| {
+                matches!(self.role(r), Some(Role::Replica { of, link_up: true }) if of == primary_addr)
+                    && self.sentinels_know(r)
+            })
+    }
+
+    /// The data nodes other than `primary`: its replicas when the
+    /// deployment is whole.
+    pub fn replicas_of(&self, primary: usize) -> Vec<usize> {
+        (0..self.nodes.len()).filter(|&i| i != primary).collect()
     }
 
     /// Whether every sentinel running lists data node `r` as a replica in
