@@ -105,7 +105,9 @@ pub(crate) enum Claimed {
     /// earlier holder has ended (Redis, in the first TTL after a failover:
     /// the claim of the node id's holder may have been lost), so the
     /// generator waits out the longest such lease (the Chubby rule). The
-    /// keeper keeps the claim alive meanwhile, its fence closed.
+    /// keeper keeps the claim alive meanwhile, its fence closed. Only the
+    /// Redis store (and the tests' memory store) makes one.
+    #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
     NodeAfter(Claim, Skipped, Duration),
     /// No node id could be claimed; `Skipped` says which free ones were
     /// passed over for their marks.

@@ -238,6 +238,30 @@ impl EtcdStore {
         self.leases.get(&handle).copied().unwrap_or(handle)
     }
 
+    /// The transaction that claims `node` under `lease` with `ceiling_ms`
+    /// as its mark: only if the node key is absent and the mark unchanged
+    /// since it was read at `revision` (the mark is then the claim's
+    /// floor). Else it reads the node key as it is: this holder's if an
+    /// earlier attempt of this very transaction was applied but its answer
+    /// lost.
+    fn claim_txn(&self, node: u64, lease: i64, revision: i64, ceiling_ms: u64) -> Txn {
+        let (node_key, mark_key) = (self.node_key(node), self.mark_key(node));
+        Txn::new()
+            .when([
+                Compare::create_revision(node_key.clone(), CompareOp::Equal, 0),
+                Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
+            ])
+            .and_then([
+                TxnOp::put(
+                    node_key.clone(),
+                    self.token.clone(),
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::put(mark_key, ceiling_ms.to_string(), None),
+            ])
+            .or_else([TxnOp::get(node_key, None)])
+    }
+
     /// Takes `node` back under a fresh etcd lease after its own was found
     /// gone while this holder's fence was open (etcd revokes leases it
     /// should not: a leader resumed from a pause revokes those its stale
@@ -263,21 +287,7 @@ impl EtcdStore {
             return None;
         }
         let lease = grant.id();
-        let (node_key, mark_key) = (self.node_key(node), self.mark_key(node));
-        let txn = Txn::new()
-            .when([
-                Compare::create_revision(node_key.clone(), CompareOp::Equal, 0),
-                Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
-            ])
-            .and_then([
-                TxnOp::put(
-                    node_key.clone(),
-                    self.token.clone(),
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-                TxnOp::put(mark_key, ceiling_ms.to_string(), None),
-            ])
-            .or_else([TxnOp::get(node_key, None)]);
+        let txn = self.claim_txn(node, lease, revision, ceiling_ms);
         let taken = match self.txn("take the node id back", txn) {
             Ok(reply) if reply.succeeded() => header_revision(&reply).ok(),
             // An earlier attempt of this very transaction applied.
@@ -356,25 +366,7 @@ impl EtcdStore {
             let node = free[pick(&self.token, attempt, free.len())];
             let (mark_ms, revision) = mark_of(node);
             let ceiling_ms = ask.ceiling_ms.max(mark_ms);
-            let (node_key, mark_key) = (self.node_key(node), self.mark_key(node));
-            // Absent node key, and the mark unchanged since read: the mark is
-            // the floor of this claim. If not, the node key as it is: this
-            // holder's if an earlier attempt of this very transaction was
-            // applied but its answer lost.
-            let txn = Txn::new()
-                .when([
-                    Compare::create_revision(node_key.clone(), CompareOp::Equal, 0),
-                    Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
-                ])
-                .and_then([
-                    TxnOp::put(
-                        node_key.clone(),
-                        self.token.clone(),
-                        Some(PutOptions::new().with_lease(lease)),
-                    ),
-                    TxnOp::put(mark_key, ceiling_ms.to_string(), None),
-                ])
-                .or_else([TxnOp::get(node_key, None)]);
+            let txn = self.claim_txn(node, lease, revision, ceiling_ms);
             let reply = self.txn("claim a node id", txn)?;
             let ours = if reply.succeeded() {
                 Some(header_revision(&reply)?)
