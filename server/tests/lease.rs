@@ -326,12 +326,13 @@ async fn a_sentinel_lease_finds_the_primary_and_issues() {
         "{}",
         server.stderr()
     );
-    // Fenced while the claim waits out the new epoch's TTL: every call is
-    // answered at once, 200 once the wait is over.
+    // Fenced while the claim waits out the new epoch's TTL (503; how fast
+    // a fenced call is answered is `fenced_calls_are_answered_at_once`'s
+    // to check), 200 once the wait is over. The bound only ends the test
+    // if the server never issues.
     let deadline = Instant::now() + Duration::from_secs(30);
     let reply = loop {
         let reply = server.get("/v1/id");
-        assert!(reply.took < Duration::from_secs(1), "{:?}", reply.took);
         match reply.status {
             200 => break reply,
             503 => assert!(Instant::now() < deadline, "no ID within 30 s: {reply:?}"),
