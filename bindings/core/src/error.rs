@@ -256,9 +256,14 @@ impl From<BuildError> for Error {
     fn from(e: BuildError) -> Error {
         let message = e.to_string();
         match e {
-            BuildError::NodeIdNotSet => {
-                Error::new(ErrorKind::NodeId, message).with_detail("not_set")
-            }
+            // The library's message names its Rust methods.
+            BuildError::NodeIdNotSet => Error::new(
+                ErrorKind::NodeId,
+                "no node id set: two generators that both leave it out issue the same IDs; \
+                 give a node id, node fields, an environment variable, a StatefulSet ordinal \
+                 or a lease, or declare this the only generator of its layout (single node)",
+            )
+            .with_detail("not_set"),
             BuildError::Field(field) => field_error(field, message),
             BuildError::State(state) => {
                 Error::new(ErrorKind::State, message).with_detail(state_detail(&state))
