@@ -65,8 +65,19 @@ for (const [name, code] of Object.entries(CLASSES)) {
 
 native._init(byCode)
 
+/**
+ * The addon's generator, with its hot-path methods (nextId, nextIds, ...)
+ * bound to each object: a call of them skips the class machinery.
+ */
+class Generator extends native.Generator {
+  constructor(layout, options) {
+    super(layout, options)
+    native._bind(this)
+  }
+}
+
 module.exports = {
-  Generator: native.Generator,
+  Generator,
   Layout: native.Layout,
   Decoded: native.Decoded,
   Lease: native.Lease,

@@ -21,9 +21,11 @@
 //! node id is claimed afresh by every build, so leased generators are not
 //! shared.
 
+use std::cell::{Ref, RefCell};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -43,7 +45,7 @@ use crate::source::{Lease, Persist};
 
 /// A core generator and the JavaScript handles on it.
 pub(crate) struct Shared {
-    core: flakeid_bindings::Generator,
+    pub(crate) core: flakeid_bindings::Generator,
     /// Open handles (changed only under [`REGISTRY`]'s lock for registered
     /// generators; a leased one has exactly one).
     handles: AtomicUsize,
@@ -186,11 +188,40 @@ fn release(shared: Arc<Shared>) {
     unsafe { shared.core.begin_close() }.finish();
 }
 
-/// A lock-free Snowflake ID generator.
+/// One JavaScript generator object's hold on a core generator, shared
+/// with its methods of the hot path (`hot.rs`), which outlive the object
+/// if a caller keeps one. Lives on the object's JavaScript thread.
+pub(crate) struct Handle {
+    /// `None` once closed.
+    shared: RefCell<Option<Arc<Shared>>>,
+}
+
+impl Handle {
+    /// The core generator, unless closed. The borrow ends before any
+    /// JavaScript runs (an error's constructor), so `close` never meets it.
+    #[inline]
+    pub(crate) fn shared(&self) -> Ref<'_, Option<Arc<Shared>>> {
+        self.shared.borrow()
+    }
+
+    fn close(&self) {
+        if let Some(shared) = self.shared.borrow_mut().take() {
+            release(shared);
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A lock-free Snowflake ID generator. Its hot-path methods are bound to
+/// each object by `hot::bind` (`index.js` calls it in the constructor).
 #[napi]
 pub struct Generator {
-    /// `None` once closed.
-    shared: Option<Arc<Shared>>,
+    pub(crate) handle: Rc<Handle>,
 }
 
 /// The options of `new Generator(layout, options)`.
@@ -301,7 +332,7 @@ fn config(env: &Env, layout: &Unknown<'_>, options: Option<&Unknown<'_>>) -> nap
 
 /// A new `BigUint64Array` of `n` IDs, filled by `fill` (which returns how
 /// many it wrote, at most `n`).
-fn id_array<'env>(
+pub(crate) fn id_array<'env>(
     env: &'env Env,
     n: usize,
     fill: impl FnOnce(&mut [u64]) -> napi::Result<usize>,
@@ -347,68 +378,58 @@ fn id_array<'env>(
 }
 
 impl Generator {
-    /// The core generator, unless this handle was closed.
-    #[inline]
-    fn shared(&self, env: &Env) -> napi::Result<&Arc<Shared>> {
-        match &self.shared {
-            Some(shared) => Ok(shared),
+    /// The core generator, unless this handle was closed (a clone of the
+    /// `Arc`: for the calls off the hot path).
+    fn shared(&self, env: &Env) -> napi::Result<Arc<Shared>> {
+        match &*self.handle.shared() {
+            Some(shared) => Ok(Arc::clone(shared)),
             None => Err(closed(env)),
         }
     }
+}
 
-    /// One ID on this thread, waiting as `wait` says.
-    #[inline]
-    fn id(&self, env: &Env, wait: Wait) -> napi::Result<u64> {
-        let shared = self.shared(env)?;
-        match shared.core.id_now(wait) {
-            Ok(id) => Ok(id),
-            Err(blocked) => id_waiting(env, &shared.core, blocked, wait),
-        }
-    }
-
-    /// `n` IDs on this thread, waiting as `wait` says.
-    fn ids<'env>(&self, env: &'env Env, n: Unknown, wait: Wait) -> napi::Result<Unknown<'env>> {
-        let n = args::count(env, &n)?;
-        let core = &self.shared(env)?.core;
-        id_array(env, n, |ids| fill(env, core, ids, wait))
+/// One ID on this thread, waiting as `wait` says: the hot path.
+#[inline]
+pub(crate) fn id(handle: &Handle, wait: Wait) -> Result<u64, Error> {
+    let shared = handle.shared();
+    let Some(shared) = shared.as_ref() else {
+        return Err(closed_error());
+    };
+    match shared.core.id_now(wait) {
+        Ok(id) => Ok(id),
+        Err(blocked) => id_waiting(&shared.core, blocked, wait),
     }
 }
 
 #[cold]
 fn id_waiting(
-    env: &Env,
     core: &flakeid_bindings::Generator,
     blocked: Blocked,
     wait: Wait,
-) -> napi::Result<u64> {
+) -> Result<u64, Error> {
     match blocked {
-        Blocked::Fail(e) => Err(raise(env, e)),
-        Blocked::Wait => core.id_blocking(wait).or_raise(env),
+        Blocked::Fail(e) => Err(e),
+        Blocked::Wait => core.id_blocking(wait),
     }
 }
 
 /// Fills `ids` as `wait` says; returns how many it wrote (all, or under
 /// `Never` at least one).
-fn fill(
-    env: &Env,
-    core: &flakeid_bindings::Generator,
-    ids: &mut [u64],
-    wait: Wait,
-) -> napi::Result<usize> {
+pub(crate) fn fill(handle: &Handle, ids: &mut [u64], wait: Wait) -> Result<usize, Error> {
+    let shared = handle.shared();
+    let Some(shared) = shared.as_ref() else {
+        return Err(closed_error());
+    };
+    let core = &shared.core;
     let (written, stop) = core.fill_now(ids, wait);
     match stop {
         None => Ok(written),
-        Some(Blocked::Fail(e)) => Err(raise(env, e)),
-        Some(Blocked::Wait) => {
-            let more = core
-                .fill_blocking(&mut ids[written..], wait)
-                .or_raise(env)?;
-            Ok(written + more)
-        }
+        Some(Blocked::Fail(e)) => Err(e),
+        Some(Blocked::Wait) => Ok(written + core.fill_blocking(&mut ids[written..], wait)?),
     }
 }
 
-fn closed_error() -> Error {
+pub(crate) fn closed_error() -> Error {
     Error::new(ErrorKind::Closed, "the generator is closed")
 }
 
@@ -443,56 +464,26 @@ impl Generator {
         let config = config(&env, &layout, options.as_ref())?;
         let shared = open(config).or_raise(&env)?;
         Ok(Generator {
-            shared: Some(shared),
+            handle: Rc::new(Handle {
+                shared: RefCell::new(Some(shared)),
+            }),
         })
-    }
-
-    /// The next ID; waits on this thread only for the next tick, a clock
-    /// behind under `wait`, or a reservation being saved.
-    #[napi]
-    pub fn next_id(&self, env: Env) -> napi::Result<u64> {
-        self.id(&env, Wait::Report)
-    }
-
-    /// The next ID if one can be issued without waiting.
-    #[napi]
-    pub fn poll_id(&self, env: Env) -> napi::Result<u64> {
-        self.id(&env, Wait::Never)
-    }
-
-    /// The next ID in decimal, as `nextId` makes it.
-    #[napi]
-    pub fn next_id_string(&self, env: Env) -> napi::Result<String> {
-        self.id(&env, Wait::Report).map(|id| id.to_string())
     }
 
     /// The next ID, waiting for anything on a worker thread.
     #[napi(ts_return_type = "Promise<bigint>")]
     pub fn next_id_async<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, BigInt>> {
-        let Some(shared) = &self.shared else {
+        let Some(shared) = self.handle.shared().clone() else {
             return PromiseRaw::reject(env, instance(env, &closed_error())?);
         };
         match shared.core.id_now(Wait::Always) {
             Ok(id) => PromiseRaw::resolve(env, BigInt::from(id)),
             Err(Blocked::Fail(e)) => PromiseRaw::reject(env, instance(env, &e)?),
             Err(Blocked::Wait) => {
-                let task = IssueOne(Arc::clone(shared));
+                let task = IssueOne(shared);
                 Ok(env.spawn(task)?.promise_object())
             }
         }
-    }
-
-    /// `n` IDs, increasing, in a `BigUint64Array`; waits as `nextId`.
-    #[napi]
-    pub fn next_ids<'env>(&self, env: &'env Env, n: Unknown) -> napi::Result<Unknown<'env>> {
-        self.ids(env, n, Wait::Report)
-    }
-
-    /// Up to `n` IDs that can be issued without waiting (at least one, for
-    /// `n` > 0).
-    #[napi]
-    pub fn poll_ids<'env>(&self, env: &'env Env, n: Unknown) -> napi::Result<Unknown<'env>> {
-        self.ids(env, n, Wait::Never)
     }
 
     /// `n` IDs, waiting for anything on a worker thread.
@@ -507,17 +498,17 @@ impl Generator {
             // A bad `n` rejects, as every failure of an async call does.
             Err(e) => return PromiseRaw::reject(env, e),
         };
-        let Some(shared) = &self.shared else {
+        let Some(shared) = self.handle.shared().clone() else {
             return PromiseRaw::reject(env, instance(env, &closed_error())?);
         };
-        let task = IssueMany(Arc::clone(shared), n);
+        let task = IssueMany(shared, n);
         Ok(env.spawn(task)?.promise_object())
     }
 
     /// What the generator can do now.
     #[napi]
     pub fn health(&self) -> Health {
-        let health = match &self.shared {
+        let health = match &*self.handle.shared() {
             Some(shared) => shared.core.health(),
             None => flakeid_bindings::Health::Closed,
         };
@@ -595,32 +586,14 @@ impl Generator {
     /// of a generator with a lease or persistence releases the lease or
     /// saves the last mark (blocking this thread for a round trip).
     #[napi]
-    pub fn close(&mut self) {
-        if let Some(shared) = self.shared.take() {
-            release(shared);
-        }
+    pub fn close(&self) {
+        self.handle.close();
     }
 
     /// `close`, with the release or save on a worker thread.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn close_async(&mut self) -> AsyncTask<Close> {
-        AsyncTask::new(Close(self.shared.take()))
-    }
-
-    /// The benchmarks' floor: a call on a generator that returns an
-    /// ID-sized bigint and does nothing else.
-    #[napi(js_name = "_floor")]
-    pub fn floor(&self) -> u64 {
-        match &self.shared {
-            Some(shared) => shared.core.floor(),
-            None => 0,
-        }
-    }
-}
-
-impl Drop for Generator {
-    fn drop(&mut self) {
-        self.close();
+    pub fn close_async(&self) -> AsyncTask<Close> {
+        AsyncTask::new(Close(self.handle.shared.borrow_mut().take()))
     }
 }
 

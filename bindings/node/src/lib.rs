@@ -7,5 +7,6 @@
 mod args;
 mod errors;
 mod generator;
+mod hot;
 mod layout;
 mod source;

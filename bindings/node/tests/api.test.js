@@ -52,6 +52,20 @@ test('IDs are bigints, increasing, of the node asked for', () => {
   assert.equal(gen.nextIds(0).length, 0)
 })
 
+test('the hot-path functions belong to their generator, wherever they are called', () => {
+  const gen = new Generator('twitter', { nodeId: 13 })
+  const { nextId, nextIds } = gen
+  const other = new Generator('twitter', { nodeId: 14 })
+  assert.equal(gen.decode(nextId.call(other)).nodeId, 13n)
+  assert.equal(gen.decode(nextIds.call(undefined, 2)[1]).nodeId, 13n)
+  throwsClass(() => nextIds(), flakeid.InvalidTypeError)
+  assert.deepEqual(Object.keys(gen), [], 'methods are not enumerable')
+  gen.close()
+  throwsClass(() => nextId(), flakeid.ClosedError)
+  throwsClass(() => gen.pollIds(1), flakeid.ClosedError)
+  assert.ok(other.nextId() > 0n)
+})
+
 test('async calls resolve to IDs after those before them', async () => {
   const gen = new Generator('twitter', { nodeId: 1 })
   const first = gen.nextId()
