@@ -300,6 +300,12 @@ export class Generator {
    * @throws {InvalidArgumentError | InvalidTypeError} for a bad `n`; as `nextId`.
    */
   nextIds(n: Integer): BigUint64Array
+  /**
+   * Fills `array` with consecutive IDs, increasing, waiting as `nextId`;
+   * returns it. Reusing one array saves the allocation `nextIds` makes.
+   * @throws {InvalidTypeError} unless `array` is a `BigUint64Array`; as `nextId`.
+   */
+  fillIds(array: BigUint64Array): BigUint64Array
   /** Up to `n` IDs that can be issued without waiting: at least one for `n` > 0; throws as `pollId`. */
   pollIds(n: Integer): BigUint64Array
   /** `n` IDs, waiting as `nextIdAsync`. */

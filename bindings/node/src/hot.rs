@@ -1,6 +1,6 @@
-//! The hot path: `nextId`, `pollId`, `nextIdString`, `nextIds`, `pollIds`
-//! and the benchmarks' floor `_floor`, as plain Node-API functions bound
-//! to each generator object.
+//! The hot path: `nextId`, `pollId`, `nextIdString`, `nextIds`, `pollIds`,
+//! `fillIds` and the benchmarks' floor `_floor`, as plain Node-API
+//! functions bound to each generator object.
 //!
 //! napi-rs's class methods find their object through `this` with checks
 //! and bookkeeping that cost far more than an ID. These functions carry
@@ -32,12 +32,13 @@ pub fn bind(env: Env, generator: ClassInstance<Generator>) -> napi::Result<()> {
     let handle = &generator.handle;
     let object: Object = generator.as_object(&env);
     type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
-    let methods: [(&CStr, Callback); 6] = [
+    let methods: [(&CStr, Callback); 7] = [
         (c"nextId", next_id),
         (c"pollId", poll_id),
         (c"nextIdString", next_id_string),
         (c"nextIds", next_ids),
         (c"pollIds", poll_ids),
+        (c"fillIds", fill_ids),
         (c"_floor", floor),
     ];
     let mut properties = Vec::with_capacity(methods.len());
@@ -234,6 +235,62 @@ unsafe extern "C" fn poll_ids(
 ) -> sys::napi_value {
     // SAFETY: a call of a function made by `bind`.
     unsafe { ids(env, info, Wait::Never) }
+}
+
+/// `fillIds(array)`: fills a caller's `BigUint64Array` with consecutive
+/// IDs, waiting as `nextId`; returns the array.
+unsafe extern "C" fn fill_ids(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a call of a function made by `bind`.
+    let (handle, array) = unsafe { call(env, info, true) };
+    let mut is_typedarray = false;
+    let mut kind = sys::TypedarrayType::int8_array;
+    let mut length = 0;
+    let mut data = ptr::null_mut();
+    // SAFETY: reads of a value of this call.
+    let status = unsafe {
+        sys::napi_is_typedarray(env, array, &mut is_typedarray);
+        if is_typedarray {
+            sys::napi_get_typedarray_info(
+                env,
+                array,
+                &mut kind,
+                &mut length,
+                &mut data,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        } else {
+            sys::Status::napi_ok
+        }
+    };
+    let env_ = Env::from_raw(env);
+    if status != sys::Status::napi_ok {
+        return throw(env, napi::Error::from_status(napi::Status::from(status)));
+    }
+    if !is_typedarray || kind != sys::TypedarrayType::biguint64_array {
+        // SAFETY: an argument of this call.
+        let value = unsafe { Unknown::from_raw_unchecked(env, array) };
+        return throw(
+            env,
+            args::wrong_type(&env_, "array", "a BigUint64Array", &value),
+        );
+    }
+    let filled = if length == 0 || data.is_null() {
+        Ok(0)
+    } else {
+        // SAFETY: the typed array's `length` elements, aligned for u64 (a
+        // BigUint64Array's offset is a multiple of 8), not otherwise
+        // referred to during this call (no JavaScript runs in it).
+        let ids = unsafe { std::slice::from_raw_parts_mut(data.cast::<u64>(), length) };
+        generator::fill(handle, ids, Wait::Report)
+    };
+    match filled {
+        Ok(_) => array,
+        Err(e) => throw(env, raise(&env_, e)),
+    }
 }
 
 /// The benchmarks' floor: what `nextId` costs without the ID (the same

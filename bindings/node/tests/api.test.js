@@ -36,13 +36,18 @@ test('IDs are bigints, increasing, of the node asked for', () => {
   const gen = new Generator('twitter', { nodeFields: { datacenter: 1, worker: 7 } })
   assert.equal(gen.nodeId, (1n << 5n) | 7n)
   const ids = [gen.nextId(), gen.pollId(), BigInt(gen.nextIdString())]
-  for (const batch of [gen.nextIds(5000), gen.pollIds(300)]) {
+  const reused = new BigUint64Array(700)
+  for (const batch of [gen.nextIds(5000), gen.pollIds(300), gen.fillIds(reused)]) {
     assert.ok(batch instanceof BigUint64Array)
     ids.push(...batch)
   }
   assert.ok(typeof ids[0] === 'bigint')
   assertIncreasing(ids, 'one thread')
-  assert.ok(ids.length > 5003, 'pollIds(300) gives at least one')
+  assert.ok(ids.length > 5703, 'pollIds(300) gives at least one')
+  assert.equal(ids.at(-1), reused[699])
+  assert.equal(gen.fillIds(new BigUint64Array(0)).length, 0)
+  throwsClass(() => gen.fillIds(new BigInt64Array(2)), flakeid.InvalidTypeError)
+  throwsClass(() => gen.fillIds([0n, 0n]), flakeid.InvalidTypeError)
   assert.equal(gen.lastId, ids.at(-1))
   const decoded = gen.decode(ids[0])
   assert.deepEqual(decoded.fields, { datacenter: 1n, worker: 7n })

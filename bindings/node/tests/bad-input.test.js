@@ -109,6 +109,8 @@ const CALLS_BY_NAME = {
   parseId: [() => parseId(randomValue(), chance(0.5) ? randomValue() : undefined), ['parse_id']],
   'gen.nextIds': [() => gen.nextIds(randomValue()), ['sequence_exhausted']],
   'gen.pollIds': [() => gen.pollIds(randomValue()), ['sequence_exhausted']],
+  'gen.fillIds': [() => gen.fillIds(chance(0.3) ? new BigUint64Array(Math.floor(rand() * 64)) : randomValue()),
+    ['sequence_exhausted']],
   'gen.decode': [() => gen.decode(randomValue()), ['field']],
   'Lease.redis': [() => Lease.redis(randomValue(), randomValue()), []],
   'Lease.etcd': [() => Lease.etcd(randomValue(), randomValue()), []],
