@@ -501,8 +501,20 @@ impl Generator {
         let Some(shared) = self.handle.shared().clone() else {
             return PromiseRaw::reject(env, instance(env, &closed_error())?);
         };
-        let task = IssueMany(shared, n);
-        Ok(env.spawn(task)?.promise_object())
+        // Issued here when nothing stops it; the rest on a worker thread.
+        let mut ids = vec![0; n];
+        match shared.core.fill_now(&mut ids, Wait::Always) {
+            (_, None) => PromiseRaw::resolve(env, BigUint64Array::new(ids)),
+            (_, Some(Blocked::Fail(e))) => PromiseRaw::reject(env, instance(env, &e)?),
+            (written, Some(Blocked::Wait)) => {
+                let task = IssueMany {
+                    shared,
+                    ids: Some(ids),
+                    written,
+                };
+                Ok(env.spawn(task)?.promise_object())
+            }
+        }
     }
 
     /// What the generator can do now.
@@ -614,18 +626,24 @@ impl Task for IssueOne {
 }
 
 /// IDs waited for on a worker thread.
-pub struct IssueMany(Arc<Shared>, usize);
+pub struct IssueMany {
+    shared: Arc<Shared>,
+    /// The IDs, the first `written` issued on the JavaScript thread.
+    ids: Option<Vec<u64>>,
+    written: usize,
+}
 
 impl Task for IssueMany {
     type Output = Result<Vec<u64>, Error>;
     type JsValue = BigUint64Array;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
-        let mut ids = vec![0; self.1];
+        let mut ids = self.ids.take().unwrap_or_default();
+        let rest = &mut ids[self.written..];
         Ok(self
-            .0
+            .shared
             .core
-            .fill_blocking(&mut ids, Wait::Always)
+            .fill_blocking(rest, Wait::Always)
             .map(|_| ids))
     }
 

@@ -7,17 +7,24 @@
 const { Generator, Lease } = require('..')
 
 const { FLAKEID_TEST_REDIS: url, FLAKEID_TEST_LAYOUT: layout, FLAKEID_TEST_NODE_ID: nodeId } = process.env
+// A long connect timeout: the claim must not fail because this process
+// waited for a CPU.
 const gen = nodeId === undefined
-  ? new Generator(layout, { lease: Lease.redis(url, { ttl: 5000, prefix: 'cluster-test' }) })
+  ? new Generator(layout, { lease: Lease.redis(url, { prefix: 'cluster-test', connectTimeout: 120_000 }) })
   : new Generator(layout, { nodeId: Number(nodeId) })
 
 async function main() {
   const ids = []
+  // The node ids held: a lease fenced while this process could not run
+  // may claim another node id; the async calls wait that out.
+  const held = new Set([gen.nodeId])
   for (let round = 0; round < 200; round++) {
-    ids.push(gen.nextId(), ...gen.nextIds(99), await gen.nextIdAsync())
+    ids.push(...(await gen.nextIdsAsync(99)), await gen.nextIdAsync())
+    held.add(gen.nodeId)
   }
   const buffer = Buffer.from(BigUint64Array.from(ids).buffer)
-  process.send({ nodeId: String(gen.nodeId), ids: buffer.toString('base64') }, () => {
+  const message = { nodeId: String(gen.nodeId), held: [...held].map(String), ids: buffer.toString('base64') }
+  process.send(message, () => {
     // Releases the lease before the worker exits.
     gen.closeAsync().then(() => process.disconnect())
   })
