@@ -18,49 +18,44 @@ class FlakeidError extends Error {
 }
 FlakeidError.code = 'error'
 
-/** One class per stable code, in the core crate's order. */
-const CLASSES = {
-  InvalidArgumentError: 'invalid_argument',
-  InvalidTypeError: 'invalid_type',
-  LayoutError: 'layout',
-  NodeIdError: 'node_id',
-  ConfigError: 'config',
-  StateError: 'state',
-  LeaseError: 'lease',
-  SequenceExhaustedError: 'sequence_exhausted',
-  ClockBehindError: 'clock_behind',
-  ExpiredError: 'expired',
-  ReservingError: 'reserving',
-  StorageError: 'storage',
-  FencedError: 'fenced',
-  ForkedError: 'forked',
-  ClosedError: 'closed',
-  ParseIdError: 'parse_id',
-  FieldError: 'field',
-}
-
-/** The numbers some errors carry, by code. */
-const EXTRA = {
-  sequence_exhausted: 'retryAfter',
-  clock_behind: 'behind',
-  expired: 'lastMs',
-}
-
-const errors = { FlakeidError }
-const byCode = {}
-for (const [name, code] of Object.entries(CLASSES)) {
-  const extraName = EXTRA[code]
+/** A subclass of FlakeidError for `code`, with the number `extra` names. */
+function define(name, code, extra) {
   const cls = {
     [name]: class extends FlakeidError {
-      constructor(message, extra) {
-        super(message, extra)
-        if (extraName !== undefined) this[extraName] = extra?.[extraName] ?? 0
+      constructor(message, fields) {
+        super(message, fields)
+        if (extra !== undefined) this[extra] = fields?.[extra] ?? 0
       }
     },
   }[name]
   cls.code = code
-  errors[name] = cls
-  byCode[code] = cls
+  return cls
+}
+
+// One class per stable code, in the core crate's order.
+const InvalidArgumentError = define('InvalidArgumentError', 'invalid_argument')
+const InvalidTypeError = define('InvalidTypeError', 'invalid_type')
+const LayoutError = define('LayoutError', 'layout')
+const NodeIdError = define('NodeIdError', 'node_id')
+const ConfigError = define('ConfigError', 'config')
+const StateError = define('StateError', 'state')
+const LeaseError = define('LeaseError', 'lease')
+const SequenceExhaustedError = define('SequenceExhaustedError', 'sequence_exhausted', 'retryAfter')
+const ClockBehindError = define('ClockBehindError', 'clock_behind', 'behind')
+const ExpiredError = define('ExpiredError', 'expired', 'lastMs')
+const ReservingError = define('ReservingError', 'reserving')
+const StorageError = define('StorageError', 'storage')
+const FencedError = define('FencedError', 'fenced')
+const ForkedError = define('ForkedError', 'forked')
+const ClosedError = define('ClosedError', 'closed')
+const ParseIdError = define('ParseIdError', 'parse_id')
+const FieldError = define('FieldError', 'field')
+
+const byCode = {}
+for (const cls of [InvalidArgumentError, InvalidTypeError, LayoutError, NodeIdError, ConfigError,
+  StateError, LeaseError, SequenceExhaustedError, ClockBehindError, ExpiredError, ReservingError,
+  StorageError, FencedError, ForkedError, ClosedError, ParseIdError, FieldError]) {
+  byCode[cls.code] = cls
 }
 
 native._init(byCode)
@@ -76,13 +71,32 @@ class Generator extends native.Generator {
   }
 }
 
+const { Layout, Decoded, Lease, Persist, encode, parseId } = native
+
 module.exports = {
   Generator,
-  Layout: native.Layout,
-  Decoded: native.Decoded,
-  Lease: native.Lease,
-  Persist: native.Persist,
-  encode: native.encode,
-  parseId: native.parseId,
-  ...errors,
+  Layout,
+  Decoded,
+  Lease,
+  Persist,
+  encode,
+  parseId,
+  FlakeidError,
+  InvalidArgumentError,
+  InvalidTypeError,
+  LayoutError,
+  NodeIdError,
+  ConfigError,
+  StateError,
+  LeaseError,
+  SequenceExhaustedError,
+  ClockBehindError,
+  ExpiredError,
+  ReservingError,
+  StorageError,
+  FencedError,
+  ForkedError,
+  ClosedError,
+  ParseIdError,
+  FieldError,
 }

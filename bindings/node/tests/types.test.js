@@ -39,3 +39,11 @@ test('every class member and function index.d.ts declares exists', () => {
   }
   assert.ok(checked > 40, `only ${checked} members checked`)
 })
+
+test('ES modules import every name by name', async () => {
+  const esm = await import(require.resolve('..'))
+  const dts = require('node:fs').readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')
+  const names = [...dts.matchAll(/^export (?:class|function) (\w+)/gm)].map((m) => m[1])
+  assert.ok(names.length > 20)
+  for (const name of names) assert.ok(name in esm, `import { ${name} } from 'flakeid-rs' fails`)
+})
