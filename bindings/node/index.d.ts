@@ -277,6 +277,13 @@ export interface Stats {
 export class Generator {
   constructor(layout: string | Layout, options?: GeneratorOptions)
   /**
+   * A generator built on a worker thread: a lease's claim (a round trip,
+   * at most `connectTimeout`) or a state file's opening off the event loop.
+   * Rejects with what the constructor throws.
+   * @example const gen = await Generator.create('twitter', { lease: Lease.redis('redis://redis:6379/') })
+   */
+  static create(layout: string | Layout, options?: GeneratorOptions): Promise<Generator>
+  /**
    * The next ID.
    * @throws {FencedError | StorageError} while the lease is fenced or the reservation cannot be saved.
    * @throws {SequenceExhaustedError | ClockBehindError} where a policy says `error`.

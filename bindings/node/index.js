@@ -69,6 +69,14 @@ class Generator extends native.Generator {
     super(layout, options)
     native._bind(this)
   }
+
+  /** A generator built on a worker thread (a lease's claim off the event loop). */
+  static async create(layout, options) {
+    const generator = await native._open(layout, options)
+    Object.setPrototypeOf(generator, this.prototype)
+    native._bind(generator)
+    return generator
+  }
 }
 
 const { Layout, Decoded, Lease, Persist, encode, parseId } = native

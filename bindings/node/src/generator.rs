@@ -377,6 +377,48 @@ pub(crate) fn id_array<'env>(
     Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), array) })
 }
 
+impl From<Arc<Shared>> for Generator {
+    fn from(shared: Arc<Shared>) -> Generator {
+        Generator {
+            handle: Rc::new(Handle {
+                shared: RefCell::new(Some(shared)),
+            }),
+        }
+    }
+}
+
+/// `Generator.create`: the arguments read on the JavaScript thread, the
+/// generator built (a lease claimed, a state file opened) on a worker
+/// thread. A bad argument rejects.
+#[napi(js_name = "_open", ts_return_type = "Promise<Generator>")]
+pub fn open_async<'env>(
+    env: &'env Env,
+    layout: Unknown,
+    options: Option<Unknown>,
+) -> napi::Result<PromiseRaw<'env, Generator>> {
+    match config(env, &layout, options.as_ref()) {
+        Ok(config) => Ok(env.spawn(Open(Some(config)))?.promise_object()),
+        Err(e) => PromiseRaw::reject(env, e),
+    }
+}
+
+/// A generator built on a worker thread.
+pub(crate) struct Open(Option<Config>);
+
+impl Task for Open {
+    type Output = Result<Arc<Shared>, Error>;
+    type JsValue = Generator;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let config = self.0.take().expect("computed once");
+        Ok(open(config))
+    }
+
+    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Generator> {
+        output.map(Generator::from).or_raise(&env)
+    }
+}
+
 impl Generator {
     /// The core generator, unless this handle was closed (a clone of the
     /// `Arc`: for the calls off the hot path).
@@ -462,12 +504,7 @@ impl Generator {
     #[napi(constructor)]
     pub fn new(env: Env, layout: Unknown, options: Option<Unknown>) -> napi::Result<Generator> {
         let config = config(&env, &layout, options.as_ref())?;
-        let shared = open(config).or_raise(&env)?;
-        Ok(Generator {
-            handle: Rc::new(Handle {
-                shared: RefCell::new(Some(shared)),
-            }),
-        })
+        open(config).map(Generator::from).or_raise(&env)
     }
 
     /// The next ID, waiting for anything on a worker thread.

@@ -222,7 +222,13 @@ test('leases on Redis: distinct node ids, fenced while the server is down, async
     // when the lease keepers' threads get a CPU.
     const lease = Lease.redis(redis.url, { prefix: 'api-test' })
     assert.equal(lease.store, 'redis')
-    gens = [0, 1, 2].map(() => new Generator('twitter', { lease }))
+    gens = [0, 1].map(() => new Generator('twitter', { lease }))
+    // Built on a worker thread: the claim does not block the event loop.
+    const created = await Generator.create('twitter', { lease })
+    assert.ok(created instanceof Generator)
+    gens.push(created)
+    await assert.rejects(Generator.create('twitter', { lease: 'redis://x' }), flakeid.InvalidTypeError)
+    await assert.rejects(Generator.create('twitter'), flakeid.NodeIdError)
     const nodes = gens.map((g) => g.nodeId)
     assert.equal(new Set(nodes).size, 3, `node ids ${nodes}`)
     const ids = []

@@ -32,6 +32,8 @@ async function main(): Promise<void> {
   const back: bigint = parseId(encode(id, 'base62'))
   const layout = new Layout('epoch=1700000000000 fields=timestamp:41,shard:10,sequence:12')
   const composed: bigint = layout.compose({ unixMs: Date.now(), nodeId: 3, sequence: 0 })
+  const created: Generator = await Generator.create('twitter', { nodeId: 9 })
+  created.close()
   const leased = new Generator(layout, {
     lease: Lease.redis('redis://127.0.0.1:6379/', { ttl: 10_000, nodeIds: [0, 99] }),
     persist: new Persist('/var/lib/orders/node.state', { window: 1000 }),
