@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use flakeid::{Generator, IdGenerator};
 
-use crate::layouts::{BATCHES, WIDE_EPOCH_MS, batch_layout};
+use crate::layouts::{BATCHES, batch_layout, snowflake_me_on};
 use crate::report::{cell, estimate_ns};
 
 /// The criterion group `batch/<generator>/<n>`.
@@ -16,16 +16,7 @@ pub fn bench(c: &mut Criterion) {
     let builder = Generator::builder(batch_layout()).single_node();
     let lock_free = builder.clone().build().expect("valid");
     let locked = builder.build_mutex().expect("valid");
-    let snowflake_me = snowflake_me::Snowflake::builder()
-        .start_time(WIDE_EPOCH_MS as i64)
-        .bit_len_time(38)
-        .bit_len_sequence(25)
-        .bit_len_data_center_id(0)
-        .bit_len_machine_id(0)
-        .machine_id(&|| Ok(0))
-        .data_center_id(&|| Ok(0))
-        .finalize()
-        .expect("valid snowflake_me layout");
+    let snowflake_me = snowflake_me_on(38, 25);
     let mut group = c.benchmark_group("batch");
     for n in BATCHES {
         group.throughput(Throughput::Elements(n as u64));

@@ -15,7 +15,7 @@ use flakeid::{Generator, IdGenerator, Layout, MonotonicClock};
 use crate::cap::CapSweep;
 use crate::floor::Floor;
 use crate::latency::{Percentiles, latencies};
-use crate::layouts::{FerroidWide, THREADS, WIDE_EPOCH_MS, ferroid_wide_clock, wide_layout};
+use crate::layouts::{FerroidWide, THREADS, ferroid_wide_clock, snowflake_me_on, wide_layout};
 use crate::runner::run_for_iters;
 use crate::settings::Settings;
 
@@ -224,16 +224,7 @@ impl<G: Contender> Sweep for G {
 /// The generators of the `cost` and `latency` views.
 pub fn wide_contenders() -> Vec<(&'static str, Box<dyn Sweep>)> {
     let builder = Generator::builder(wide_layout()).single_node();
-    let snowflake_me = snowflake_me::Snowflake::builder()
-        .start_time(WIDE_EPOCH_MS as i64)
-        .bit_len_time(41)
-        .bit_len_sequence(22)
-        .bit_len_data_center_id(0)
-        .bit_len_machine_id(0)
-        .machine_id(&|| Ok(0))
-        .data_center_id(&|| Ok(0))
-        .finalize()
-        .expect("valid snowflake_me layout");
+    let snowflake_me = snowflake_me_on(41, 22);
     vec![
         ("floor", Box::new(Floor::new())),
         (

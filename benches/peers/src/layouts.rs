@@ -53,3 +53,18 @@ pub fn batch_layout() -> Layout {
 pub fn ferroid_wide_clock() -> FerroidClock {
     FerroidClock::with_epoch(Duration::from_millis(WIDE_EPOCH_MS))
 }
+
+/// snowflake_me on a wide layout's epoch: `time_bits` ms and
+/// `sequence_bits` of sequence, no node bits.
+pub fn snowflake_me_on(time_bits: u8, sequence_bits: u8) -> snowflake_me::Snowflake {
+    snowflake_me::Snowflake::builder()
+        .start_time(WIDE_EPOCH_MS as i64)
+        .bit_len_time(time_bits)
+        .bit_len_sequence(sequence_bits)
+        .bit_len_data_center_id(0)
+        .bit_len_machine_id(0)
+        .machine_id(&|| Ok(0))
+        .data_center_id(&|| Ok(0))
+        .finalize()
+        .expect("valid snowflake_me layout")
+}
