@@ -53,6 +53,11 @@ mod tests {
         assert_eq!(quantile(&mut values, 0.99), Some(9));
         assert_eq!(quantile(&mut values, 1.0), Some(9));
         assert_eq!(quantile(&mut [3], 0.5), Some(3));
+        // 200 claim times, as lease_measure takes: the 99th percentile is
+        // the 199th smallest (index 198), not an interpolation's 197.
+        let mut many: Vec<u32> = (0..200).rev().collect();
+        assert_eq!(quantile(&mut many, 0.99), Some(198));
+        assert_eq!(quantile(&mut many, 0.5), Some(100));
         assert_eq!(quantile::<u64>(&mut [], 0.5), None);
     }
 
