@@ -4,7 +4,7 @@
 //! chosen TTL, and a worked example for 1,024 nodes.
 //!
 //! ```sh
-//! cargo run --release --features etcd,redis --example lease_measure
+//! cargo run --release --features etcd,redis,cli --example lease_measure
 //! ```
 //!
 //! Starts its own etcd (Debian's `etcd-server`) and `redis-server` on
@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use flakeid::report::{cpu_model, quantile};
 use flakeid::{Generator, Layout, Lease};
 use flakeid_test_servers::{Kind, Proxy, Server, unique_prefix, url_at};
 
@@ -54,13 +55,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let row = |name: &str, f: &dyn Fn(&Measured) -> String| {
         println!("| {name} | {} | {} |", f(&rows[0]), f(&rows[1]));
     };
-    row("claim (build), median", &|m| ms(m.claim[m.claim.len() / 2]));
-    row("claim (build), 99th percentile", &|m| {
-        ms(m.claim[m.claim.len() * 99 / 100])
-    });
-    row("release (drop), median", &|m| {
-        ms(m.release[m.release.len() / 2])
-    });
+    row("claim (build), median", &|m| ms(m.claim_median));
+    row("claim (build), 99th percentile", &|m| ms(m.claim_p99));
+    row("release (drop), median", &|m| ms(m.release_median));
     row("requests per renewal", &|m| {
         m.requests_per_renewal.to_string()
     });
@@ -121,8 +118,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 struct Measured {
-    claim: Vec<Duration>,
-    release: Vec<Duration>,
+    claim_median: Duration,
+    claim_p99: Duration,
+    release_median: Duration,
     requests_per_renewal: u32,
     bytes_per_renewal: f64,
     /// Server CPU seconds per renewal.
@@ -168,8 +166,6 @@ fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::e
         drop(generator);
         release.push(begun.elapsed());
     }
-    claim.sort();
-    release.sort();
 
     eprintln!("{name}: renewal traffic");
     // Traffic per renewal: one generator behind a counting proxy, with a
@@ -235,9 +231,11 @@ fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::e
             redis_usec_per_call(server).unwrap_or(f64::NAN)
         ),
     };
+    let quantile = |values: &mut [Duration], q| quantile(values, q).expect("200 of them");
     Ok(Measured {
-        claim,
-        release,
+        claim_median: quantile(&mut claim, 0.5),
+        claim_p99: quantile(&mut claim, 0.99),
+        release_median: quantile(&mut release, 0.5),
         requests_per_renewal,
         bytes_per_renewal,
         cpu_per_renewal,
@@ -338,16 +336,4 @@ fn redis_usec_per_call(server: &Server) -> Option<f64> {
         .next()?
         .parse()
         .ok()
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }

@@ -1,10 +1,11 @@
-//! What the `flakeid bench` command and the peers bench's report
-//! (`benches/peers`) share: the SVG chart, and the machine they ran on.
+//! What the `flakeid bench` command, the peers bench's report
+//! (`benches/peers`) and the `lease_measure` example share: the SVG chart,
+//! the machine they ran on, and quantiles of what they measured.
 //!
 //! Not part of the API (hidden, and may change in any release). It is here,
-//! behind the `cli` feature, because the library is the one place both can
-//! reach: a crate of its own would have to be published for the command to
-//! depend on it.
+//! behind the `cli` feature, because the library is the one place all three
+//! can reach: a crate of its own would have to be published for the command
+//! to depend on it.
 
 mod chart;
 
@@ -23,6 +24,15 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
 }
 
+/// The value at quantile `q` (0 to 1) of `values`, by nearest rank: the one
+/// at index `⌊len × q⌋` once sorted (the last for `q` = 1); `None` if there
+/// are none. Reorders `values` (a selection, not a sort).
+pub fn quantile<T: Ord + Copy>(values: &mut [T], q: f64) -> Option<T> {
+    let last = values.len().checked_sub(1)?;
+    let at = ((values.len() as f64 * q) as usize).min(last);
+    Some(*values.select_nth_unstable(at).1)
+}
+
 /// The load averages over 1, 5 and 15 minutes (Linux), if known.
 pub fn load_average() -> Option<[f64; 3]> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
@@ -34,6 +44,22 @@ pub fn load_average() -> Option<[f64; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let mut values = [9, 1, 8, 2, 7, 3, 6, 4, 5, 0];
+        assert_eq!(quantile(&mut values, 0.0), Some(0));
+        assert_eq!(quantile(&mut values, 0.5), Some(5));
+        assert_eq!(quantile(&mut values, 0.99), Some(9));
+        assert_eq!(quantile(&mut values, 1.0), Some(9));
+        assert_eq!(quantile(&mut [3], 0.5), Some(3));
+        // 200 claim times, as lease_measure takes: the 99th percentile is
+        // the 199th smallest (index 198), not an interpolation's 197.
+        let mut many: Vec<u32> = (0..200).rev().collect();
+        assert_eq!(quantile(&mut many, 0.99), Some(198));
+        assert_eq!(quantile(&mut many, 0.5), Some(100));
+        assert_eq!(quantile::<u64>(&mut [], 0.5), None);
+    }
 
     #[test]
     fn the_machine_is_described() {
