@@ -52,10 +52,13 @@ fn statefulset_host_names() {
 }
 
 #[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "reads Linux's /proc/sys/kernel/hostname; elsewhere the function reads /etc/hostname or HOSTNAME"
+)]
 fn statefulset_reads_this_machines_host_name() {
-    let Ok(hostname) = std::fs::read_to_string("/proc/sys/kernel/hostname") else {
-        return; // not Linux: the function reads /etc/hostname or HOSTNAME
-    };
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("Linux has /proc/sys/kernel/hostname");
     assert_eq!(
         node_id::from_statefulset(&Layout::twitter()),
         node_id::from_hostname(hostname.trim(), &Layout::twitter())
