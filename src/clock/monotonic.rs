@@ -79,6 +79,15 @@ const SLOW_MS_PER_NS: u128 = (1u128 << 64) * 1023 / 1_024_000_000;
 ///   machine), once per burst. The calls after it take the fast path again.
 /// - A new clock ([`MonotonicClock::new`], not a clone) wakes the thread too.
 ///
+/// A forked child has no refresh thread: `fork` copies only the thread that
+/// calls it. A clock made in the child ([`MonotonicClock::new`], which is
+/// also a generator's default clock) starts the child's own. A clock
+/// inherited from the parent (made before the fork, or a clone of one made
+/// there) keeps the parent's, which nothing runs in the child: its cached
+/// reading stays where the fork left it, and its IDs lag as behind a stalled
+/// thread (above). Make clocks and generators after the fork (see the crate
+/// docs' caveats).
+///
 /// [`MonotonicClock::thread_free`] is the same clock without the cached
 /// reading, for processes that must not start a thread: every call then
 /// reads the TSC. If the thread cannot be spawned, `new` returns such a
@@ -176,8 +185,11 @@ type LastMs = Arc<CachePadded<AtomicU64>>;
 impl MonotonicClock {
     /// The process's clock, anchored to the system wall clock, with the
     /// cached reading its refresh thread keeps fresh (started now if no
-    /// other clock runs it). The first clock of a process calibrates and
-    /// checks the TSC (up to about 200 ms); later ones are a few loads.
+    /// other clock runs it, or if the one that does runs in the process
+    /// this one was forked from). The first clock of a process calibrates
+    /// and checks the TSC (up to about 200 ms; a forked child keeps its
+    /// parent's); later ones cost a system call (the process id) and a few
+    /// loads.
     ///
     /// ```
     /// use flakeid::{Clock, MonotonicClock};
@@ -441,7 +453,9 @@ impl<W: Clock + fmt::Debug> fmt::Debug for MonotonicClock<W> {
     }
 }
 
-/// The process's clock and its refresh thread.
+/// The process's clock and its refresh thread. A forked child inherits
+/// both: the clock works on, the thread does not
+/// ([`RefreshThread::in_this_process`]).
 #[cfg(not(flakeid_loom))]
 struct Process {
     clock: Arc<Anchored<SystemClock>>,
@@ -469,12 +483,11 @@ impl Process {
     /// fresh, starting or waking the thread, which refreshes it from this
     /// process's clock; `None` if there is no thread.
     fn cached_clock(&'static self) -> Option<MonotonicClock> {
-        let refresh = self
-            .refresh
-            .register(self.clock.now_ms(), move || self.clock.refresh())?;
+        let thread = self.refresh.in_this_process();
+        let refresh = thread.register(self.clock.now_ms(), move || self.clock.refresh())?;
         Some(MonotonicClock {
             shared: self.clock.clone(),
-            cached: Some(self.refresh.served().reading().clone()),
+            cached: Some(thread.served().reading().clone()),
             refresh: Some(refresh),
         })
     }
