@@ -19,10 +19,9 @@ use flakeid::{Clock, Generator, Layout, MonotonicClock, SystemClock};
 const PAUSE: Duration = Duration::from_millis(50);
 
 /// How far an ID's time may fall behind the wall clock read just before its
-/// call: the clock runs up to about 2 ms behind the wall clock (see
-/// `MonotonicClock`), a Twitter tick is 1 ms, and both readings are whole
-/// milliseconds; 5 ms leaves room and stays far below the [`PAUSE`] a
-/// reading nothing refreshes would lag by.
+/// call: the clock runs up to 3 ms behind the wall clock (see
+/// `MonotonicClock`) and a Twitter tick is 1 ms; 5 ms leaves room and stays
+/// far below the [`PAUSE`] a reading nothing refreshes would lag by.
 const SLACK_MS: u64 = 5;
 
 /// A bound on waiting for what needs only a thread to be scheduled.
