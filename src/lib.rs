@@ -154,6 +154,15 @@
 //!   clock protects only within one process. With it, a restart after a
 //!   crash treats the reserved window as used, so the first ID may wait
 //!   ([`persist`]).
+//! - After `fork()`, build generators in the process that uses them. One
+//!   built before the fork and used in the child carries the parent's node
+//!   id and state, so parent and child issue the same IDs, and its default
+//!   clock's cached reading is no longer refreshed there
+//!   ([`MonotonicClock`]). One built in the child is a generator like any
+//!   other, with a clock of the child's own; it needs a node id no other
+//!   process holds ([`lease`]). flakeid's Python and Node packages detect a
+//!   generator inherited across a fork: they refuse it or, if its node id
+//!   is leased, claim a fresh one in the child.
 //!
 //! # Feature flags
 //!

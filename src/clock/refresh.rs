@@ -4,8 +4,8 @@
 //! while no clock wants it at all. What it does on each wake-up, and how long
 //! it then sleeps, is the clock's business ([`MonotonicClock`](super::MonotonicClock)
 //! hands it a function); when it rests and who wakes it is [`Served`]'s;
-//! this file holds the thread's life: started once, counted claims on it,
-//! parked and woken.
+//! this file holds the thread's life: started once per process (a forked
+//! child starts its own), counted claims on it, parked and woken.
 //!
 //! Under loom there is no such thread: statics would outlive a model. The
 //! loom models drive [`Served`] itself.
@@ -30,14 +30,26 @@ const REST_AFTER_MS: u64 = 100;
 
 /// The thread, the number of clocks that want it running, and the reading
 /// it serves them.
+///
+/// One per process. A forked child has a copy of its parent's memory, this
+/// included, but not the thread: `fork` copies only the calling thread. A
+/// clock registering with that copy would be served a reading nothing
+/// refreshes. So the clock of each process registers with a refresh thread
+/// made in that process, found by [`in_this_process`](Self::in_this_process).
 #[cfg(not(flakeid_loom))]
 pub(super) struct RefreshThread {
+    /// The process that made this, and the only one the thread runs in.
+    pid: u32,
     /// Clocks that want the cached reading fresh; the thread parks at 0.
     users: process::AtomicUsize,
     /// The refresh thread, once started (`None` if it could not be).
     thread: OnceLock<Option<std::thread::Thread>>,
     /// The cached reading, and when the thread rests.
     served: Served,
+    /// The refresh thread of the first process forked from this one that
+    /// asked for one (in that process's memory): the next link of the
+    /// chain [`in_this_process`](Self::in_this_process) walks.
+    forked: OnceLock<Box<RefreshThread>>,
 }
 
 #[cfg(not(flakeid_loom))]
@@ -50,11 +62,41 @@ impl RefreshThread {
     /// [`new`](RefreshThread::new), the thread resting after `ms` without a
     /// precise reading asked for instead of [`REST_AFTER_MS`].
     pub(super) fn resting_after(ms: u64) -> RefreshThread {
+        RefreshThread::made_in(std::process::id(), ms)
+    }
+
+    /// No thread yet, for the process `pid`, resting after `ms`.
+    fn made_in(pid: u32, ms: u64) -> RefreshThread {
         RefreshThread {
+            pid,
             users: process::AtomicUsize::new(0),
             thread: OnceLock::new(),
             served: Served::new(ms),
+            forked: OnceLock::new(),
         }
+    }
+
+    /// The refresh thread of the calling process: this one in the process
+    /// that made it; in a process forked from that one (at any depth), one
+    /// made there, the first time it is asked for. Its pid is a system
+    /// call: for building a clock, never for a reading.
+    ///
+    /// Each process that asks finds the links its ancestors made (copied
+    /// into its memory by the forks) and adds its own at the end.
+    pub(super) fn in_this_process(&'static self) -> &'static RefreshThread {
+        self.in_process(std::process::id())
+    }
+
+    /// [`in_this_process`](Self::in_this_process) as if the calling process
+    /// had the pid `pid`.
+    fn in_process(&'static self, pid: u32) -> &'static RefreshThread {
+        let mut thread = self;
+        while thread.pid != pid {
+            thread = thread
+                .forked
+                .get_or_init(|| Box::new(RefreshThread::made_in(pid, self.served.rest_after_ms())));
+        }
+        thread
     }
 
     /// The cached reading the thread serves.
@@ -167,5 +209,34 @@ impl Clone for Refresh {
 impl Drop for Refresh {
     fn drop(&mut self) {
         self.0.users.fetch_sub(1, process::Ordering::AcqRel);
+    }
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_process_forked_from_the_maker_finds_a_thread_of_its_own() {
+        // Made in the process with pid 100, resting after 20 ms.
+        let parent: &'static RefreshThread = Box::leak(Box::new(RefreshThread::made_in(100, 20)));
+        assert!(std::ptr::eq(parent.in_process(100), parent));
+        // A child (pid 101) forked from it makes its own, once, alike.
+        let child = parent.in_process(101);
+        assert!(!std::ptr::eq(child, parent));
+        assert_eq!((child.pid, child.served.rest_after_ms()), (101, 20));
+        assert!(std::ptr::eq(parent.in_process(101), child));
+        // The child's grandchild (pid 102) inherits both links and adds a
+        // third; the parent's own is still its own.
+        let grandchild = parent.in_process(102);
+        assert_eq!(grandchild.pid, 102);
+        assert!(std::ptr::eq(child.in_process(102), grandchild));
+        assert!(std::ptr::eq(parent.in_process(100), parent));
+        // None of them started a thread: that is the clock's registration.
+        assert!(
+            [parent, child, grandchild]
+                .iter()
+                .all(|t| t.thread.get().is_none())
+        );
     }
 }

@@ -89,6 +89,12 @@ impl Served {
         }
     }
 
+    /// Milliseconds of the clock with no precise reading asked for, after
+    /// which the thread rests.
+    pub fn rest_after_ms(&self) -> u64 {
+        self.rest_after_ms
+    }
+
     /// The word a clock serves as its cached reading (one load).
     pub fn reading(&self) -> &Arc<CachePadded<AtomicU64>> {
         &self.reading

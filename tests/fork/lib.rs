@@ -1,0 +1,1 @@
+//! Nothing here: the tests are in `tests/` (see Cargo.toml).
