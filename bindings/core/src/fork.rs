@@ -1,18 +1,12 @@
 //! Fork detection: a process-global count of the forks this process is
 //! descended through, bumped by a `pthread_atfork` child handler, which the
 //! hot path compares with the count its generator was built under (one
-//! relaxed load, no system call).
-//!
-//! Also the clock a generator may use after a fork: the library's default
-//! clock keeps its cached reading fresh with one thread per process, which
-//! a forked child does not have (only the forking thread survives a fork).
-//! A child whose ancestor started that thread reads the precise clock on
-//! every call instead ([`MonotonicClock::thread_free`]), whose IDs never lag.
+//! relaxed load, no system call). A generator built in a child uses the
+//! library's default clock like any other: the library starts a refresh
+//! thread of the child's own for it.
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use flakeid::MonotonicClock;
 
 /// How many forks separate this process from the one that loaded the
 /// bindings: its parent's count plus one, set in the child before `fork`
@@ -22,11 +16,6 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 /// Whether the child handler counts (tests turn it off to show that the
 /// fork tests catch a child that is not detected).
 static DETECT: AtomicBool = AtomicBool::new(true);
-
-/// The fork count under which the default clock's refresh thread was
-/// started in this line of descent (`NO_THREAD`: never).
-static CLOCK_THREAD: AtomicU64 = AtomicU64::new(NO_THREAD);
-const NO_THREAD: u64 = u64::MAX;
 
 static INSTALL: Once = Once::new();
 
@@ -68,16 +57,4 @@ pub(crate) fn count() -> u64 {
 #[doc(hidden)]
 pub fn set_fork_detection_for_tests(on: bool) {
     DETECT.store(on, Ordering::Relaxed);
-}
-
-/// The default clock if its refresh thread can run in this process (it was
-/// started here, or nowhere in this line of descent yet), else the same
-/// clock without the cached reading.
-pub(crate) fn clock() -> MonotonicClock {
-    let now = count();
-    match CLOCK_THREAD.compare_exchange(NO_THREAD, now, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => MonotonicClock::new(),
-        Err(started) if started == now => MonotonicClock::new(),
-        Err(_) => MonotonicClock::thread_free(),
-    }
 }

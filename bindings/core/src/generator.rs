@@ -183,7 +183,7 @@ impl Engine {
         if let Some(persist) = &config.persist {
             builder = builder.persist(persist.persist());
         }
-        let generator = builder.clock(fork::clock()).build()?;
+        let generator = builder.build()?;
         Ok(Engine {
             forks,
             pid: std::process::id(),
@@ -236,10 +236,8 @@ const COUNT_MASK: u64 = (1 << FORKS_SHIFT) - 1;
 ///   generator after the fork or to lease the node id. The copy is never
 ///   dropped either (its persistence writer is the parent's).
 ///
-/// Generators built in the child behave as anywhere. In a child whose
-/// ancestor started the default clock's refresh thread, they read the
-/// precise clock on every call (that thread does not exist there): about
-/// 10 ns more per ID, and never a lagging timestamp.
+/// Generators built in the child behave as anywhere (the library's default
+/// clock starts a refresh thread of the child's own).
 pub struct Generator {
     config: Config,
     /// The engine, or null once closed. Swapped for a fresh one only in a
