@@ -4,10 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flakeid::{GenerateError, Id, IdBatch, IdFormat};
+use flakeid::{Decoded, GenerateError, Id, IdBatch, IdFormat};
+use tokio::sync::watch;
 
 use crate::config::{Config, MAX_CHUNK_SIZE};
 use crate::generators::{Entry, Generators};
+use crate::quote::{quote, shorten};
 
 /// Why a call got no answer: each API maps it to its own status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,18 +79,39 @@ pub struct Service {
     pub chunk_size: u32,
     /// Longest wait for IDs.
     pub wait_limit: Duration,
+    /// When streams still running end (set on SIGTERM: the drain timeout).
+    streams_end: watch::Receiver<Option<tokio::time::Instant>>,
 }
 
 impl Service {
-    /// The shared state of `config`'s APIs over `generators`.
-    pub fn new(config: &Config, generators: Arc<Generators>) -> Service {
+    /// The shared state of `config`'s APIs over `generators`; streams end
+    /// when `streams_end` says.
+    pub fn new(
+        config: &Config,
+        generators: Arc<Generators>,
+        streams_end: watch::Receiver<Option<tokio::time::Instant>>,
+    ) -> Service {
         Service {
             generators,
             max_count: config.max_count,
             max_stream_count: config.max_stream_count,
             chunk_size: config.chunk_size,
             wait_limit: config.wait_limit,
+            streams_end,
         }
+    }
+
+    /// Whether a stream must end now, the server shutting down: the
+    /// failure it ends with.
+    pub fn stream_cut(&self, unsent: u64) -> Option<Failure> {
+        let end = (*self.streams_end.borrow())?;
+        (tokio::time::Instant::now() >= end).then(|| Failure::Unavailable {
+            message: format!(
+                "the server is shutting down: {unsent} IDs of the stream were not sent; \
+                 ask again (another server, or this one once restarted)"
+            ),
+            retry_after: Duration::ZERO,
+        })
     }
 
     /// The generator a call names.
@@ -99,7 +122,8 @@ impl Service {
     pub fn generator(&self, name: &str) -> Result<&Arc<Entry>, Failure> {
         self.generators.get(name).ok_or_else(|| {
             Failure::Invalid(format!(
-                "unknown generator {name:?}; this server has: {}",
+                "unknown generator {}; this server has: {}",
+                quote(name),
                 self.generators.names()
             ))
         })
@@ -191,10 +215,12 @@ impl Service {
             let now = tokio::time::Instant::now();
             if now + retry_after > deadline {
                 // The next tick is further off than the call may wait.
+                let why = entry.restarting().unwrap_or_else(|| {
+                    format!("the current tick is used up and the next is {retry_after:?} away")
+                });
                 return Err(Failure::Unavailable {
                     message: format!(
-                        "generator {}: the current tick is used up and the next is {retry_after:?} away, \
-                         past the wait limit of {:?}",
+                        "generator {}: {why}, past the wait limit of {:?}",
                         entry.name, self.wait_limit
                     ),
                     retry_after,
@@ -229,6 +255,20 @@ impl Service {
         }
     }
 
+    /// What `id` says under `entry`'s layout.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure::Invalid`] for an ID outside the layout.
+    pub fn decode<'a>(&self, entry: &'a Entry, id: Id) -> Result<Decoded<'a>, Failure> {
+        entry.generator.layout().decode(id).map_err(|e| {
+            Failure::Invalid(format!(
+                "{id} is not an ID of generator {}: {e}",
+                entry.name
+            ))
+        })
+    }
+
     /// Exactly `n` IDs (several reservations when a tick runs out), in
     /// increasing order.
     ///
@@ -250,5 +290,11 @@ impl Service {
 ///
 /// [`Failure::Invalid`] saying what is wrong with it.
 pub fn parse_id(text: &str) -> Result<(Id, IdFormat), Failure> {
-    Id::parse_any(text).map_err(|e| Failure::Invalid(format!("cannot read ID {text:?}: {e}")))
+    Id::parse_any(text).map_err(|e| {
+        Failure::Invalid(format!(
+            "cannot read ID {}: {}",
+            quote(text),
+            shorten(&e.to_string())
+        ))
+    })
 }

@@ -3,12 +3,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use flakeid::events::{Metrics, Tracing};
-use flakeid::{BuildError, Event, EventHook, Generator, Lease, OnExhausted, Persist};
+use flakeid::{BuildError, Event, EventHook, GenerateError, Generator, OnExhausted, Persist};
 use tokio::sync::Notify;
 
-use crate::config::{Config, GeneratorConfig, LeaseStore, NodeSource, mask_password};
+use crate::config::{Config, GeneratorConfig, defaults};
 
 /// One named generator and what the server keeps beside it.
 pub struct Entry {
@@ -21,6 +22,42 @@ pub struct Entry {
     pub reports_exhaustion: bool,
     /// IDs handed out, for the `flakeid_server_ids_issued_total` counter.
     pub issued: metrics::Counter,
+    /// After a restart inside the IDs a crashed predecessor reserved (its
+    /// state file's mark ahead of the clock): when the generator issues
+    /// again, and the instant it reserved to, for messages.
+    pub reserved_until: Option<(Instant, SystemTime)>,
+}
+
+impl Entry {
+    /// Why the generator cannot issue yet, while a restart waits out its
+    /// predecessor's reservation.
+    pub fn restarting(&self) -> Option<String> {
+        let (at, until) = self.reserved_until?;
+        let left = at.checked_duration_since(Instant::now())?;
+        Some(format!(
+            "waiting out the IDs the previous run reserved, until {} (in {})",
+            rfc3339(until),
+            humantime::format_duration(Duration::from_millis(left.as_millis() as u64))
+        ))
+    }
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// Takes the generator's first ID (dropped) to learn whether it issues now:
+/// a generator restarted from a state file whose mark is ahead of the
+/// clock (the predecessor's reservation, up to `persist_window`) issues only
+/// after it, and says how long that is.
+fn first_issue(generator: &Generator) -> Option<(Instant, SystemTime)> {
+    match generator.poll_id() {
+        Err(GenerateError::SequenceExhausted { retry_after }) => Some((
+            Instant::now() + retry_after,
+            SystemTime::now() + retry_after,
+        )),
+        _ => None,
+    }
 }
 
 /// The generators by name, and the default one.
@@ -82,42 +119,16 @@ fn build(
     if let Some(bound) = config.random_start {
         builder = builder.random_start(bound);
     }
-    builder = match &config.node {
-        NodeSource::Static { node_id, .. } => builder.node_id(*node_id),
-        NodeSource::Fields(fields) => fields
-            .iter()
-            .fold(builder, |b, (field, value)| b.node_field(field, *value)),
-        NodeSource::Single => builder.single_node(),
-        NodeSource::Lease(lease) => {
-            let mut l = match &lease.store {
-                LeaseStore::Etcd(endpoints) => Lease::etcd(endpoints.clone()),
-                LeaseStore::Redis(url) => Lease::redis(url.clone()),
-                LeaseStore::Sentinel { sentinels, master } => {
-                    Lease::redis_sentinel(sentinels.clone(), master.clone())
-                }
-            };
-            l = l.prefix(lease.prefix.clone());
-            if let Some(ttl) = lease.ttl {
-                l = l.ttl(ttl);
-            }
-            if let Some(margin) = lease.margin {
-                l = l.safety_margin(margin);
-            }
-            if let Some(timeout) = lease.connect_timeout {
-                l = l.connect_timeout(timeout);
-            }
-            if let Some(range) = &lease.node_ids {
-                l = l.node_ids(range.clone());
-            }
-            builder.lease(l)
-        }
-    };
-    if let Some(p) = &config.persist {
-        let mut persist = Persist::file(&p.path);
-        if let Some(window) = p.window {
-            persist = persist.window(window);
-        }
-        builder = builder.persist(persist);
+    // The check resolved every node id but a leased one.
+    if let Some(node_id) = config.node_id {
+        builder = builder.node_id(node_id);
+    }
+    if let Some(lease) = config.node.as_ref().and_then(|n| n.lease(name)) {
+        builder = builder.lease(lease);
+    }
+    if let Some(path) = &config.state_file {
+        let window = config.persist_window.unwrap_or(defaults::PERSIST_WINDOW);
+        builder = builder.persist(Persist::file(path).window(window));
     }
     builder.build()
 }
@@ -134,30 +145,9 @@ impl Generators {
         let changed = Arc::new(Notify::new());
         let mut by_name = HashMap::new();
         for (name, g) in &config.generators {
-            let source = match &g.node {
-                NodeSource::Static { from, .. } => from.clone(),
-                NodeSource::Fields(_) => "configured fields".into(),
-                NodeSource::Single => "single node".into(),
-                NodeSource::Lease(l) => match &l.store {
-                    LeaseStore::Etcd(endpoints) => {
-                        format!("etcd lease at {}, prefix {}", endpoints.join(","), l.prefix)
-                    }
-                    LeaseStore::Redis(url) => {
-                        format!("Redis lease at {}, prefix {}", mask_password(url), l.prefix)
-                    }
-                    LeaseStore::Sentinel { sentinels, master } => {
-                        let sentinels: Vec<_> =
-                            sentinels.iter().map(|s| mask_password(s)).collect();
-                        format!(
-                            "Redis lease, master {} via sentinels {}, prefix {}",
-                            mask_password(master),
-                            sentinels.join(","),
-                            l.prefix
-                        )
-                    }
-                },
-            };
-            if let NodeSource::Lease(_) = &g.node {
+            let node = g.node.as_ref();
+            let source = node.map(|n| n.describe(name)).unwrap_or_default();
+            if node.and_then(|n| n.lease(name)).is_some() {
                 tracing::info!(generator = %name, "claiming a node id: {source}");
             }
             let generator = build(name, g, changed.clone()).map_err(|error| BuildFailure {
@@ -169,9 +159,17 @@ impl Generators {
                 layout = %g.layout,
                 node_id = generator.node_id(),
                 node_from = %source,
-                persist = g.persist.as_ref().map(|p| p.path.display().to_string()),
+                persist = g.state_file.as_ref().map(|p| p.display().to_string()),
                 "generator built"
             );
+            let reserved_until = first_issue(&generator);
+            if let Some((_, until)) = reserved_until {
+                tracing::info!(
+                    generator = %name,
+                    "the previous run reserved IDs until {}: issuing from then",
+                    rfc3339(until)
+                );
+            }
             let issued =
                 metrics::counter!("flakeid_server_ids_issued_total", "generator" => name.clone());
             by_name.insert(
@@ -181,6 +179,7 @@ impl Generators {
                     generator,
                     reports_exhaustion: g.on_exhausted == OnExhausted::Error,
                     issued,
+                    reserved_until,
                 }),
             );
         }
@@ -218,6 +217,14 @@ impl Generators {
             .map(|e| e.name.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// When every generator issues: after the latest restart reservation.
+    pub fn issuing_from(&self) -> Option<Instant> {
+        self.by_name
+            .values()
+            .filter_map(|e| e.reserved_until.map(|(at, _)| at))
+            .max()
     }
 
     /// The default generator's name.

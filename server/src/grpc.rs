@@ -60,10 +60,10 @@ fn code_label(code: Code) -> &'static str {
 /// The service implementation.
 pub struct Grpc {
     service: Arc<Service>,
-    next_id: Arc<RouteMetrics>,
-    next_ids: Arc<RouteMetrics>,
+    next_id: RouteMetrics,
+    next_ids: RouteMetrics,
     stream_ids: Arc<RouteMetrics>,
-    decode: Arc<RouteMetrics>,
+    decode: RouteMetrics,
 }
 
 /// The tonic service, behind the bearer token if one is set.
@@ -72,7 +72,7 @@ pub fn service(service: Arc<Service>, token: Option<Token>) -> tonic::service::R
         service,
         next_id: RouteMetrics::new("grpc", "NextId", "OK"),
         next_ids: RouteMetrics::new("grpc", "NextIds", "OK"),
-        stream_ids: RouteMetrics::new("grpc", "StreamIds", "OK"),
+        stream_ids: Arc::new(RouteMetrics::new("grpc", "StreamIds", "OK")),
         decode: RouteMetrics::new("grpc", "Decode", "OK"),
     };
     let check = move |request: Request<()>| -> Result<Request<()>, Status> {
@@ -177,6 +177,12 @@ impl IdGenerator for Grpc {
             if state.remaining == 0 {
                 return None;
             }
+            if let Some(failure) = state.service.stream_cut(state.remaining) {
+                state.remaining = 0;
+                let status = Status::from(failure);
+                state.guard.status = code_label(status.code());
+                return Some((Err(status), state));
+            }
             let want = state.remaining.min(state.chunk as u64) as usize;
             let mut ids = Vec::with_capacity(want);
             while ids.len() < want {
@@ -208,14 +214,9 @@ impl IdGenerator for Grpc {
         let start = Instant::now();
         let result = (|| {
             let request = request.get_ref();
-            let entry: &Arc<Entry> = self.service.generator(&request.generator)?;
+            let entry = self.service.generator(&request.generator)?;
             let (id, form) = parse_id(&request.id)?;
-            let decoded = entry.generator.layout().decode(id).map_err(|e| {
-                Failure::Invalid(format!(
-                    "{id} is not an ID of generator {}: {e}",
-                    entry.name
-                ))
-            })?;
+            let decoded = self.service.decode(entry, id)?;
             Ok(DecodeResponse {
                 id: id.to_u64(),
                 time: decoded.rfc3339().to_string(),

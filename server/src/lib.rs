@@ -17,6 +17,7 @@ pub mod generators;
 pub mod grpc;
 pub mod health;
 pub mod http;
+pub mod quote;
 pub mod serve;
 pub mod telemetry;
 

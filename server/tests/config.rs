@@ -44,7 +44,7 @@ fn bad_flags_and_variables_name_their_key_and_source() {
         &[("FLAKEID_LAYOUT", "twiter")],
         2,
         &[
-            "generators.default.layout: \"twiter\" is not a layout",
+            "generators.default.layout: invalid layout \"twiter\"",
             "(from environment variable FLAKEID_LAYOUT)",
         ],
     );
@@ -119,7 +119,11 @@ lease_url = "redis://127.0.0.1:1/"
         &["--config", &broken.display().to_string()],
         &[],
         2,
-        &["config: not valid TOML"],
+        &[
+            "config: ",
+            "broken.toml is not valid TOML",
+            "(from flag --config)",
+        ],
     );
     refused(
         &["--config", "/nonexistent/flakeid.toml"],
@@ -144,11 +148,7 @@ fn flags_override_variables_override_the_file() {
     );
     assert!(ended.status.success(), "{}", ended.stderr);
     // `--check` prints the configuration it would run, and serves nothing.
-    for line in [
-        "max_count = 30",
-        "chunk_size = 20",
-        "node_id = 1 # configured",
-    ] {
+    for line in ["max_count = 30", "chunk_size = 20", "node_id = 1"] {
         assert!(
             ended.stdout.lines().any(|l| l == line),
             "{line:?} in:\n{}",
@@ -182,6 +182,154 @@ fn a_generator_that_cannot_be_built_stops_the_start() {
         &[
             "cannot start: generator default:",
             "/nonexistent/dir/node.state",
+        ],
+    );
+}
+
+#[test]
+fn generators_that_could_issue_the_same_id_are_refused_naming_both() {
+    let dir = TempDir::new("collide");
+    // One layout, one node id: their IDs collide.
+    let same = dir.write(
+        "same.toml",
+        "default_generator = \"a\"\n[generators.a]\nnode_id = 1\n[generators.b]\nnode_id = 1\n",
+    );
+    refused(
+        &["--config", &same.display().to_string()],
+        &[],
+        2,
+        &["generators.b: can issue the same IDs as generators.a"],
+    );
+    // The node id given field by field, and a layout whose node bits sit
+    // where Twitter's do: the same bits, the same IDs.
+    let fields = dir.write(
+        "fields.toml",
+        r#"default_generator = "a"
+[generators.a]
+node_id = 33
+[generators.b]
+layout = "epoch=1288834974657 unit=1 fields=timestamp:41,node:10,sequence:12"
+node_id = 33
+[generators.c]
+node_fields = { datacenter = 1, worker = 1 }
+"#,
+    );
+    refused(
+        &["--config", &fields.display().to_string()],
+        &[],
+        2,
+        &[
+            "generators.b: can issue the same IDs as generators.a",
+            "generators.c: can issue the same IDs as generators.a",
+        ],
+    );
+    // Two leases under their own prefixes may hold the same node id.
+    let leases = dir.write(
+        "leases.toml",
+        "default_generator = \"a\"\n[generators.a]\nlease_url = \"redis://127.0.0.1:1/\"\n\
+         [generators.b]\nlease_url = \"redis://127.0.0.1:1/\"\n",
+    );
+    refused(
+        &["--config", &leases.display().to_string()],
+        &[],
+        2,
+        &["generators.b: can issue the same IDs as generators.a"],
+    );
+    // Distinct node ids, or layouts whose IDs cannot meet: accepted.
+    let apart = dir.write(
+        "apart.toml",
+        r#"default_generator = "a"
+[generators.a]
+node_id = 1
+[generators.b]
+node_id = 2
+[generators.c]
+layout = "js_safe"
+node_id = 1
+[generators.d]
+lease_url = "redis://127.0.0.1:1/"
+lease_prefix = "shared"
+lease_node_ids = "10-19"
+[generators.e]
+lease_url = "redis://127.0.0.1:1/"
+lease_prefix = "shared"
+lease_node_ids = "10-29"
+"#,
+    );
+    let ended = run_to_end(
+        &["--config", &apart.display().to_string(), "--check"],
+        &[],
+        LIMIT,
+    );
+    assert!(ended.status.success(), "{}", ended.stderr);
+}
+
+#[test]
+fn a_node_must_set_every_node_field() {
+    refused(
+        &["--node-fields", "datacenter=1"],
+        &[],
+        2,
+        &["generators.default.node_fields: worker is not set"],
+    );
+}
+
+#[test]
+fn lease_terms_and_listeners_are_checked_before_anything_starts() {
+    // No store listens on port 1: a check that waited for the claim would
+    // end with exit 1 after the connect timeout.
+    refused(
+        &[
+            "--lease-url",
+            "redis://127.0.0.1:1/",
+            "--lease-ttl",
+            "2s",
+            "--lease-margin",
+            "3s",
+        ],
+        &[],
+        2,
+        &[
+            "generators.default.lease_margin: ",
+            "(from flag --lease-margin)",
+        ],
+    );
+    refused(
+        &[
+            "--lease-endpoints",
+            "http://127.0.0.1:1",
+            "--lease-ttl",
+            "50ms",
+        ],
+        &[],
+        2,
+        &["generators.default.lease_ttl: "],
+    );
+    let port = flakeid_test_servers::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    refused(
+        &["--node-id", "1", "--http-addr", &addr, "--grpc-addr", &addr],
+        &[],
+        2,
+        &[&format!("grpc_addr: {addr} is also http_addr")],
+    );
+}
+
+#[test]
+fn a_misspelled_log_level_is_refused() {
+    refused(
+        &["--node-id", "1", "--log-level", "debgu"],
+        &[],
+        2,
+        &["log_level: \"debgu\" is not a level"],
+    );
+    refused(
+        &["--node-id", "1"],
+        &[("FLAKEID_LOG_LEVEL", "info,flakeid=lots")],
+        2,
+        &[
+            "log_level: ",
+            "(from environment variable FLAKEID_LOG_LEVEL)",
         ],
     );
 }
