@@ -66,7 +66,8 @@ pub struct Grpc {
     decode: RouteMetrics,
 }
 
-/// The tonic service, behind the bearer token if one is set.
+/// The tonic services: `flakeid.v1.IdGenerator` behind the bearer token if
+/// one is set, and server reflection.
 pub fn service(service: Arc<Service>, token: Option<Token>) -> tonic::service::Routes {
     let grpc = Grpc {
         service,
@@ -91,7 +92,19 @@ pub fn service(service: Arc<Service>, token: Option<Token>) -> tonic::service::R
             }
         }
     };
+    // Reflection (both versions: grpcurl asks v1, then v1alpha; Python's
+    // grpcio-reflection asks v1alpha) stays open, as health does: it tells
+    // the schema, no IDs.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .include_reflection_service(false)
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let valid = "the embedded descriptors are valid";
     tonic::service::Routes::new(IdGeneratorServer::with_interceptor(grpc, check))
+        .add_service(reflection().build_v1().expect(valid))
+        .add_service(reflection().build_v1alpha().expect(valid))
 }
 
 fn finish<T>(

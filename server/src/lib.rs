@@ -25,6 +25,9 @@ pub mod telemetry;
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod proto {
     tonic::include_proto!("flakeid.v1");
+
+    /// The encoded file descriptor set of the .proto, for gRPC reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("flakeid");
 }
 
 mod run;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 use std::time::SystemTime;
 
-use flakeid::{FieldKind, Layout, Parts, node_id};
+use flakeid::{FieldKind, Layout, node_id};
 
 use crate::quote::quote;
 
@@ -347,14 +347,11 @@ fn lease(name: &str, node: &NodeSource, layout: &Layout, c: &mut Checker<'_>) {
     c.fail(&key(at_fault), message);
 }
 
-/// What a generator can issue, as far as the configuration tells.
+/// What a generator can issue, as far as the configuration tells: where
+/// its node fields sit, its node id or lease, its IDs from now on.
 struct Reach {
-    /// The bits its fields use.
-    used: u64,
-    /// The bits of its node fields.
     node_mask: u64,
     node: Node,
-    /// Its IDs from now to its layout's end.
     ids: RangeInclusive<u64>,
 }
 
@@ -367,40 +364,37 @@ enum Node {
 
 fn reach(name: &str, g: &GeneratorConfig, now: SystemTime) -> Option<Reach> {
     let layout = &g.layout;
-    let (mut used, mut node_mask) = (0, 0);
-    for f in layout.fields() {
-        let bits = f.max() << f.shift();
-        used |= bits;
-        if f.kind() == FieldKind::Node {
-            node_mask |= bits;
-        }
-    }
+    let mask = |kinds: &[FieldKind]| {
+        layout
+            .fields()
+            .iter()
+            .filter(|f| kinds.contains(&f.kind()))
+            .fold(0, |mask, f| mask | f.max() << f.shift())
+    };
     let source = g.node.as_ref()?;
-    let node = match (g.node_id, source.lease(name)) {
+    let node = match (g.node_id, source.terms()) {
         (Some(id), _) => Node::Known(id),
-        (None, Some(_)) => {
-            let terms = source.terms()?;
-            let range = terms
+        (None, Some(terms)) => Node::Leased(
+            terms
                 .lease_node_ids
                 .clone()
-                .unwrap_or(0..=layout.max_node_id());
-            Node::Leased(
-                range,
-                format!("{:?} {:?}", store(source), source.prefix(name)),
-            )
-        }
+                .unwrap_or(0..=layout.max_node_id()),
+            format!("{:?} {:?}", store(source), source.prefix(name)),
+        ),
         (None, None) => return None,
     };
-    let since = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(layout.epoch_ms());
-    let first = layout
-        .first_id_at(now.max(since))
-        .ok()
-        .map(flakeid::Id::to_u64)?;
+    let epoch = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(layout.epoch_ms());
+    let first = layout.first_id_at(now.max(epoch)).ok()?.to_u64();
+    let all = [
+        FieldKind::Timestamp,
+        FieldKind::Node,
+        FieldKind::Sequence,
+        FieldKind::ClockId,
+    ];
     Some(Reach {
-        used,
-        node_mask,
+        node_mask: mask(&[FieldKind::Node]),
         node,
-        ids: first..=used,
+        ids: first..=mask(&all),
     })
 }
 
@@ -420,62 +414,38 @@ fn store(source: &NodeSource) -> Option<String> {
     }
 }
 
-/// Why `a` and `b` can issue one same ID, if they can: their IDs from now
-/// on overlap, and no bit both fix (unused bits to 0, node fields to the
-/// node id) is fixed differently. A leased node id is any of its range,
-/// except that two leases on one store under one prefix never hold the
-/// same one.
-fn meet(a: &Reach, b: &Reach, layout_a: &Layout, layout_b: &Layout) -> Option<String> {
-    if a.ids.end() < b.ids.start() || b.ids.end() < a.ids.start() {
+/// Why `a` and `b` can issue one same ID with one node id, if they can:
+/// their node fields sit in the same bits, their IDs from now on overlap,
+/// and they have, or may lease, the same node id (two leases on one store
+/// under one prefix never hold the same one).
+fn meet(a: &Reach, b: &Reach) -> Option<String> {
+    if a.node_mask != b.node_mask || a.ids.end() < b.ids.start() || b.ids.end() < a.ids.start() {
         return None;
     }
-    let same_bits = a.node_mask == b.node_mask;
-    let bits = |layout: &Layout, id: u64| {
-        layout
-            .compose(Parts {
-                timestamp: 0,
-                node: id,
-                sequence: 0,
-                clock_id: 0,
-            })
-            .map_or(0, flakeid::Id::to_u64)
-    };
-    let fixed = |r: &Reach, layout: &Layout| match r.node {
-        Node::Known(id) => (!r.used | r.node_mask, bits(layout, id)),
-        Node::Leased(..) => (!r.used, 0),
-    };
     match (&a.node, &b.node) {
-        (Node::Known(x), Node::Leased(range, _)) | (Node::Leased(range, _), Node::Known(x))
-            if same_bits =>
-        {
+        (Node::Known(x), Node::Known(y)) => (x == y).then(|| format!("node id {x} on both")),
+        (Node::Known(x), Node::Leased(range, _)) | (Node::Leased(range, _), Node::Known(x)) => {
             range
                 .contains(x)
                 .then(|| format!("the lease may claim node id {x}"))
         }
-        (Node::Leased(r1, k1), Node::Leased(r2, k2)) if same_bits => {
+        (Node::Leased(r1, k1), Node::Leased(r2, k2)) => {
             (k1 != k2 && r1.start() <= r2.end() && r2.start() <= r1.end())
                 .then(|| "leases on other stores or prefixes may hold the same node id".to_owned())
-        }
-        _ => {
-            let ((fixed_a, value_a), (fixed_b, value_b)) = (fixed(a, layout_a), fixed(b, layout_b));
-            (fixed_a & fixed_b & (value_a ^ value_b) == 0).then(|| match (&a.node, &b.node) {
-                (Node::Known(x), Node::Known(y)) if x == y => format!("node id {x} on both"),
-                _ => "their node ids leave the same bits".to_owned(),
-            })
         }
     }
 }
 
 fn collisions(config: &Config, c: &mut Checker<'_>) {
     let now = SystemTime::now();
-    let reached: Vec<(&String, &GeneratorConfig, Reach)> = config
+    let reached: Vec<(&String, Reach)> = config
         .generators
         .iter()
-        .filter_map(|(name, g)| reach(name, g, now).map(|r| (name, g, r)))
+        .filter_map(|(name, g)| reach(name, g, now).map(|r| (name, r)))
         .collect();
-    for (i, (name_b, g_b, b)) in reached.iter().enumerate() {
-        for (name_a, g_a, a) in &reached[..i] {
-            if let Some(why) = meet(a, b, &g_a.layout, &g_b.layout) {
+    for (i, (name_b, b)) in reached.iter().enumerate() {
+        for (name_a, a) in &reached[..i] {
+            if let Some(why) = meet(a, b) {
                 c.fail(
                     &format!("generators.{name_b}"),
                     format!(
