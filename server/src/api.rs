@@ -7,7 +7,8 @@ use std::time::Duration;
 use flakeid::{Decoded, GenerateError, Id, IdBatch, IdFormat};
 use tokio::sync::watch;
 
-use crate::config::{Config, MAX_CHUNK_SIZE};
+use crate::config::Config;
+use crate::config::defaults::MAX_CHUNK_SIZE;
 use crate::generators::{Entry, Generators};
 use crate::quote::{quote, shorten};
 

@@ -41,7 +41,7 @@ impl From<Exit> for ExitCode {
 
 /// Runs the server with command-line `args` (the program name first).
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit {
-    let matches = match config::command().try_get_matches_from(args) {
+    let matches = match config::flags::command().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => {
             let _ = e.print();

@@ -300,29 +300,15 @@ type Reset = fn(&mut LeaseTerms) -> bool;
 /// passes.
 fn lease(name: &str, node: &NodeSource, layout: &Layout, c: &mut Checker<'_>) {
     let key = |k: &str| format!("generators.{name}.{k}");
-    match node {
-        NodeSource::Etcd {
-            lease_endpoints, ..
-        } if lease_endpoints.is_empty() => {
-            return c.fail(&key("lease_endpoints"), "lists no endpoint");
-        }
-        NodeSource::Sentinel {
-            lease_sentinels, ..
-        } if lease_sentinels.is_empty() => {
-            return c.fail(&key("lease_sentinels"), "lists no sentinel");
-        }
-        NodeSource::Redis { lease_url, .. }
-            if !lease_url.starts_with("redis://") && !lease_url.starts_with("rediss://") =>
-        {
-            return c.fail(
-                &key("lease_url"),
-                format!(
-                    "{} is not a redis:// URL",
-                    quote(&super::mask_password(lease_url))
-                ),
-            );
-        }
-        _ => {}
+    if let NodeSource::Redis { lease_url, .. } = node
+        && !lease_url.starts_with("redis://")
+        && !lease_url.starts_with("rediss://")
+    {
+        let url = super::mask_password(lease_url);
+        return c.fail(
+            &key("lease_url"),
+            format!("{} is not a redis:// URL", quote(&url)),
+        );
     }
     let check = |node: &NodeSource| node.lease(name).map(|l| l.check(layout));
     let Some(Err(error)) = check(node) else {
@@ -379,7 +365,8 @@ fn reach(name: &str, g: &GeneratorConfig, now: SystemTime) -> Option<Reach> {
                 .lease_node_ids
                 .clone()
                 .unwrap_or(0..=layout.max_node_id()),
-            format!("{:?} {:?}", store(source), source.prefix(name)),
+            // The store and the prefix.
+            source.describe(name),
         ),
         (None, None) => return None,
     };
@@ -396,22 +383,6 @@ fn reach(name: &str, g: &GeneratorConfig, now: SystemTime) -> Option<Reach> {
         node,
         ids: first..=mask(&all),
     })
-}
-
-/// The store of a leasing source, to tell two leases apart.
-fn store(source: &NodeSource) -> Option<String> {
-    match source {
-        NodeSource::Etcd {
-            lease_endpoints, ..
-        } => Some(format!("etcd {lease_endpoints:?}")),
-        NodeSource::Redis { lease_url, .. } => Some(format!("redis {lease_url}")),
-        NodeSource::Sentinel {
-            lease_sentinels,
-            lease_master,
-            ..
-        } => Some(format!("sentinel {lease_sentinels:?} {lease_master}")),
-        _ => None,
-    }
 }
 
 /// Why `a` and `b` can issue one same ID with one node id, if they can:

@@ -38,7 +38,7 @@
 
 mod check;
 pub mod defaults;
-mod flags;
+pub mod flags;
 mod layers;
 mod print;
 mod read;
@@ -56,9 +56,7 @@ use clap::parser::ValueSource;
 use flakeid::{Layout, Lease, OnClockBehind, OnExhausted};
 use serde::{Deserialize, Serialize};
 
-pub use defaults::MAX_CHUNK_SIZE;
-pub use flags::command;
-use flags::{GENERATOR, env_var, heading};
+use flags::{GENERATOR, command, env_var, heading};
 use layers::Given;
 use read::Keys;
 

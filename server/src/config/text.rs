@@ -111,16 +111,6 @@ fn narrow(n: u64) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("{n} is too large (at most {})", u32::MAX))
 }
 
-impl Text for String {
-    fn from_text(text: &str) -> Result<String, String> {
-        Ok(text.to_owned())
-    }
-
-    fn to_toml(&self) -> Value {
-        Value::String(self.clone())
-    }
-}
-
 /// `500ms`, `10s`, `2m`, `1h`, `1m30s`: humantime's grammar, which
 /// `flakeid bench --duration` reads too.
 impl Text for Duration {
@@ -169,6 +159,7 @@ impl Text for Vec<String> {
 
     fn from_toml(value: Value) -> Result<Vec<String>, String> {
         match value {
+            Value::Array(items) if items.is_empty() => Err("the list is empty".to_owned()),
             Value::Array(items) => items
                 .into_iter()
                 .map(|item| match item {
