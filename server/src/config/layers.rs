@@ -156,9 +156,11 @@ pub(super) fn merge(
             layers.table.insert(g.key, Value::String(g.text));
         }
     }
+    // As named, or found; a wrong value stays for its type to refuse.
     layers
         .table
-        .insert("default_generator".into(), Value::String(default));
+        .entry("default_generator")
+        .or_insert(Value::String(default));
     for (_, keys) in generators.iter_mut() {
         if let Value::Table(keys) = keys {
             nest_node(keys);

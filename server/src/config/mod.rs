@@ -737,6 +737,9 @@ mod tests {
                 .any(|e| e.contains("lease_master: does not go with node_source = \"redis\"")),
             "{e:?}"
         );
+        let e = errors("node_id = 1\ndefault_generator = 5");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("default_generator: invalid type"), "{e:?}");
         let e = errors("node_id = 1\n[generators.default]\nnode_id = 2");
         assert_eq!(
             e,

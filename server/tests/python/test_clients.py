@@ -290,6 +290,42 @@ def test_bad_requests_get_400_and_invalid_argument(server, pb):
             assert wanted in raised.value.details(), raised.value.details()
 
 
+def test_what_the_readme_says_of_errors_queries_and_metrics(server, pb):
+    """Every error a JSON reason (404, 405 with Allow), long input quoted
+    in part over both APIs, query values percent-decoded, every series in
+    /metrics from the start."""
+    pb_mod, pb_grpc = pb
+    r = requests.post(f"{server.http}/v1/id", timeout=5)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET,HEAD", r.text
+    assert "POST" in r.json()["error"]
+    r = requests.get(f"{server.http}/v2/nothing", timeout=5)
+    assert r.status_code == 404 and "/v1/ids?count=N" in r.json()["error"], r.text
+    r = requests.get(f"{server.http}/v1/ids?count=%31%30&generator=%6Frders", timeout=5)
+    assert r.status_code == 200 and len(r.json()["ids"]) == 10, r.text
+    r = requests.get(f"{server.http}/v1/decode/{'x' * 10_000}", timeout=5)
+    assert r.status_code == 400 and len(r.json()["error"]) < 300, r.text
+    with grpc.insecure_channel(server.grpc) as channel:
+        stub = pb_grpc.IdGeneratorStub(channel)
+        for call in [
+            lambda: stub.Decode(pb_mod.DecodeRequest(id="x" * 10_000), timeout=5),
+            lambda: stub.NextId(pb_mod.NextIdRequest(generator="g" * 100_000), timeout=5),
+        ]:
+            with pytest.raises(grpc.RpcError) as raised:
+                call()
+            assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT, raised.value
+            assert len(raised.value.details()) < 300, raised.value.details()
+    fresh = Server([], CONFIG)
+    try:
+        metrics = requests.get(f"{fresh.http}/metrics", timeout=5).text.splitlines()
+    finally:
+        fresh.stop()
+    for line in [
+        "flakeid_server_streams_active 0",
+        'flakeid_server_ids_issued_total{generator="orders"} 0',
+    ]:
+        assert line in metrics, (line, metrics)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
