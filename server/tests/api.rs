@@ -665,14 +665,15 @@ fn after_a_crash_the_ready_line_means_ids_are_issued() {
         "--state-file",
         state.to_str().unwrap(),
         "--persist-window",
-        "3s",
+        "6s",
         "--wait-limit",
         "10ms",
     ];
     let mut first = Server::start(&args, &[]);
     assert_eq!(first.get("/v1/id").status, 200);
     first.kill();
-    // The crashed run reserved IDs up to 3 s ahead: its successor may
+    // The crashed run reserved IDs up to 6 s ahead (a successor that took
+    // longer than that to start would find nothing to wait out): it may
     // issue only after them, and is ready only then.
     let second = Server::start(&args, &[]);
     let reply = second.get("/v1/id");
