@@ -58,11 +58,17 @@ fn retry_after(e: &GenerateError) -> Duration {
 }
 
 /// A generator error as a failure.
-pub fn unavailable(generator: &str, e: &GenerateError) -> Failure {
+pub fn unavailable(entry: &Entry, e: &GenerateError) -> Failure {
+    let generator = &entry.name;
     match e {
         GenerateError::Expired { .. } => Failure::Expired(format!("generator {generator}: {e}")),
         _ => Failure::Unavailable {
-            message: format!("generator {generator} cannot issue IDs now: {e}"),
+            // While a restart waits out its predecessor's reservation, that
+            // is the reason (the clock "behind" the mark, say).
+            message: match entry.restarting() {
+                Some(why) => format!("generator {generator} cannot issue IDs now: {why}"),
+                None => format!("generator {generator} cannot issue IDs now: {e}"),
+            },
             retry_after: retry_after(e),
         },
     }
@@ -211,7 +217,7 @@ impl Service {
         // drains every tick gets the next one as soon as it starts.
         while let GenerateError::SequenceExhausted { retry_after } = e {
             if entry.reports_exhaustion {
-                return Err(unavailable(&entry.name, &e));
+                return Err(unavailable(entry, &e));
             }
             let now = tokio::time::Instant::now();
             if now + retry_after > deadline {
@@ -243,14 +249,14 @@ impl Service {
         match e {
             // What waiting cannot fix in a call's time is answered at once.
             GenerateError::Fenced | GenerateError::Storage(_) | GenerateError::Expired { .. } => {
-                Err(unavailable(&entry.name, &e))
+                Err(unavailable(entry, &e))
             }
             // A reservation being saved, a clock behind under a waiting
             // policy: the generator's own reporting call, its waits slept
             // on tokio's timer, bounded by the wait limit.
             _ => match tokio::time::timeout_at(deadline, generator.try_next_ids_async(n)).await {
                 Ok(Ok(batch)) => Ok(batch),
-                Ok(Err(e)) => Err(unavailable(&entry.name, &e)),
+                Ok(Err(e)) => Err(unavailable(entry, &e)),
                 Err(_) => Err(too_long()),
             },
         }

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
 
 use flakeid::events::{Metrics, Tracing};
 use flakeid::{BuildError, Event, EventHook, GenerateError, Generator, OnExhausted, Persist};
@@ -23,41 +24,55 @@ pub struct Entry {
     /// IDs handed out, for the `flakeid_server_ids_issued_total` counter.
     pub issued: metrics::Counter,
     /// After a restart inside the IDs a crashed predecessor reserved (its
-    /// state file's mark ahead of the clock): when the generator issues
-    /// again, and the instant it reserved to, for messages.
-    pub reserved_until: Option<(Instant, SystemTime)>,
+    /// state file's mark ahead of the clock): until when, while the
+    /// generator does not issue yet.
+    pub reserved_until: Option<SystemTime>,
+    /// Whether the generator has issued since it was built: false only
+    /// while a restart waits out its predecessor's reservation.
+    issuing: AtomicBool,
 }
 
 impl Entry {
     /// Why the generator cannot issue yet, while a restart waits out its
     /// predecessor's reservation.
     pub fn restarting(&self) -> Option<String> {
-        let (at, until) = self.reserved_until?;
-        let left = at.checked_duration_since(Instant::now())?;
+        if self.issuing.load(Ordering::Relaxed) {
+            return None;
+        }
+        let until = self.reserved_until?;
+        let left = until.duration_since(SystemTime::now()).unwrap_or_default();
         Some(format!(
             "waiting out the IDs the previous run reserved, until {} (in {})",
             rfc3339(until),
             humantime::format_duration(Duration::from_millis(left.as_millis() as u64))
         ))
     }
+
+    /// Takes one ID (dropped) to learn whether the generator issues: how
+    /// long until it may, if it says. A generator restarted from a state
+    /// file whose mark is ahead of the clock (its predecessor's
+    /// reservation, up to `persist_window`) issues only after it.
+    fn probe(&self) -> Option<Duration> {
+        match self.generator.poll_id() {
+            // Under the default policies the mark's tick is used up; under
+            // `on_clock_behind = "wait:..."` or `"error"` the clock is
+            // behind it.
+            Err(
+                GenerateError::SequenceExhausted { retry_after }
+                | GenerateError::ClockBehind {
+                    behind: retry_after,
+                },
+            ) => Some(retry_after),
+            _ => {
+                self.issuing.store(true, Ordering::Relaxed);
+                None
+            }
+        }
+    }
 }
 
 fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
-}
-
-/// Takes the generator's first ID (dropped) to learn whether it issues now:
-/// a generator restarted from a state file whose mark is ahead of the
-/// clock (the predecessor's reservation, up to `persist_window`) issues only
-/// after it, and says how long that is.
-fn first_issue(generator: &Generator) -> Option<(Instant, SystemTime)> {
-    match generator.poll_id() {
-        Err(GenerateError::SequenceExhausted { retry_after }) => Some((
-            Instant::now() + retry_after,
-            SystemTime::now() + retry_after,
-        )),
-        _ => None,
-    }
 }
 
 /// The generators by name, and the default one.
@@ -162,26 +177,26 @@ impl Generators {
                 persist = g.state_file.as_ref().map(|p| p.display().to_string()),
                 "generator built"
             );
-            let reserved_until = first_issue(&generator);
-            if let Some((_, until)) = reserved_until {
+            let issued =
+                metrics::counter!("flakeid_server_ids_issued_total", "generator" => name.clone());
+            let mut entry = Entry {
+                name: name.clone(),
+                generator,
+                reports_exhaustion: g.on_exhausted == OnExhausted::Error,
+                issued,
+                reserved_until: None,
+                issuing: AtomicBool::new(false),
+            };
+            if let Some(wait) = entry.probe() {
+                let until = SystemTime::now() + wait;
+                entry.reserved_until = Some(until);
                 tracing::info!(
                     generator = %name,
                     "the previous run reserved IDs until {}: issuing from then",
                     rfc3339(until)
                 );
             }
-            let issued =
-                metrics::counter!("flakeid_server_ids_issued_total", "generator" => name.clone());
-            by_name.insert(
-                name.clone(),
-                Arc::new(Entry {
-                    name: name.clone(),
-                    generator,
-                    reports_exhaustion: g.on_exhausted == OnExhausted::Error,
-                    issued,
-                    reserved_until,
-                }),
-            );
+            by_name.insert(name.clone(), Arc::new(entry));
         }
         let default = by_name
             .get(&config.default_generator)
@@ -219,12 +234,15 @@ impl Generators {
             .join(", ")
     }
 
-    /// When every generator issues: after the latest restart reservation.
-    pub fn issuing_from(&self) -> Option<Instant> {
-        self.by_name
-            .values()
-            .filter_map(|e| e.reserved_until.map(|(at, _)| at))
-            .max()
+    /// Returns once every generator issues: a restart waits out its
+    /// predecessor's reservation, probing until the generator issues (its
+    /// clock, not this one, says when).
+    pub async fn issuing(&self) {
+        for entry in self.by_name.values() {
+            while let Some(wait) = entry.probe() {
+                tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+            }
+        }
     }
 
     /// The default generator's name.

@@ -220,13 +220,8 @@ async fn serve(
     drop(service);
     // A generator restarted inside its predecessor's reservation issues
     // only after it: until then /ready says so, and the line waits.
-    let issuing = async {
-        if let Some(at) = generators.issuing_from() {
-            tokio::time::sleep_until(at.into()).await;
-        }
-    };
     let signal = tokio::select! {
-        () = issuing => {
+        () = generators.issuing() => {
             // The line tests and scripts wait for: every listener is
             // accepting, every generator issuing.
             let mut out = std::io::stdout().lock();
