@@ -333,3 +333,49 @@ fn a_misspelled_log_level_is_refused() {
         ],
     );
 }
+
+/// Every key the README's tables document is a flag with its variable in
+/// `--help` (the token: a variable only), and a key of the file where the
+/// table says (a wrong value for it is refused by its name, not as an
+/// unknown key).
+#[test]
+fn every_documented_key_is_a_flag_a_variable_and_a_file_key() {
+    let readme = include_str!("../README.md");
+    let help = run_to_end(&["--help"], &[], LIMIT).stdout;
+    let dir = TempDir::new("keys");
+    let mut count = 0;
+    for (table, scope) in [
+        ("### Server keys", ""),
+        ("### Generator keys", "[generators.g]\n"),
+    ] {
+        let rows = readme[readme.find(table).expect("the table")..]
+            .lines()
+            .skip_while(|l| !l.starts_with("|---"))
+            .skip(1)
+            .take_while(|l| l.starts_with('|'));
+        for row in rows {
+            let cell = row.split('|').nth(1).unwrap();
+            for key in cell.split(',').map(|k| k.trim().trim_matches('`')) {
+                count += 1;
+                let var = format!("FLAKEID_{}", key.to_uppercase());
+                let flag = format!("--{} ", key.replace('_', "-"));
+                if key == "token" {
+                    assert!(!help.contains(&flag), "no {flag} in --help");
+                } else {
+                    assert!(help.contains(&format!("[env: {var}=]")), "{var} in --help");
+                    assert!(help.contains(&flag), "{flag} in --help");
+                }
+                let path = dir.write("k.toml", &format!("{scope}{key} = {{ wrong = [] }}\n"));
+                let ended = run_to_end(&["--config", &path.display().to_string()], &[], LIMIT);
+                assert_eq!(ended.status.code(), Some(2), "{key}: {}", ended.stderr);
+                assert!(
+                    ended.stderr.contains(&format!("{key}: "))
+                        && !ended.stderr.contains("unknown key"),
+                    "{key}: {}",
+                    ended.stderr
+                );
+            }
+        }
+    }
+    assert!(count > 30, "{count} keys documented");
+}

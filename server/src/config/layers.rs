@@ -161,9 +161,17 @@ pub(super) fn merge(
         .table
         .entry("default_generator")
         .or_insert(Value::String(default));
-    for (_, keys) in generators.iter_mut() {
-        if let Value::Table(keys) = keys {
-            nest_node(keys);
+    for (name, keys) in generators.iter_mut() {
+        let Value::Table(keys) = keys else { continue };
+        for key in nest_node(keys) {
+            let dotted = format!("generators.{name}.{key}");
+            let origin = layers.origins.of(&dotted);
+            layers.error(
+                dotted,
+                origin,
+                "goes with a lease: set lease_url (Redis), lease_endpoints (etcd), or \
+                 lease_sentinels and lease_master (Redis behind Sentinel)",
+            );
         }
     }
     layers
@@ -195,9 +203,9 @@ pub(super) fn is_node_key(key: &str) -> bool {
 /// Moves a generator's node keys (`node_source`, `node_*`, `lease_*`) into
 /// `node = { <source> = { ... } }`, the shape of [`NodeSource`], a lease's
 /// terms into `terms` within. The source is `node_source`, or the
-/// one the keys name; with neither, the keys are left out and the check
-/// reports the missing source.
-fn nest_node(generator: &mut Table) {
+/// one the keys name; with neither (lease terms alone), the keys are taken
+/// out and returned, and the check reports the missing source.
+fn nest_node(generator: &mut Table) -> Vec<String> {
     let keys: Vec<String> = generator
         .keys()
         .filter(|k| is_node_key(k))
@@ -239,5 +247,7 @@ fn nest_node(generator: &mut Table) {
         let mut nested = Table::new();
         nested.insert(source, Value::Table(node));
         generator.insert("node".into(), Value::Table(nested));
+        return Vec::new();
     }
+    node.keys().cloned().collect()
 }
