@@ -354,7 +354,8 @@ fn every_documented_key_is_a_flag_a_variable_and_a_file_key() {
             .skip(1)
             .take_while(|l| l.starts_with('|'));
         for row in rows {
-            let cell = row.split('|').nth(1).unwrap();
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let (cell, default) = (cells[1], cells[2].trim_matches('`'));
             for key in cell.split(',').map(|k| k.trim().trim_matches('`')) {
                 count += 1;
                 let var = format!("FLAKEID_{}", key.to_uppercase());
@@ -363,7 +364,17 @@ fn every_documented_key_is_a_flag_a_variable_and_a_file_key() {
                     assert!(!help.contains(&flag), "no {flag} in --help");
                 } else {
                     assert!(help.contains(&format!("[env: {var}=]")), "{var} in --help");
-                    assert!(help.contains(&flag), "{flag} in --help");
+                    let at = help
+                        .find(&flag)
+                        .unwrap_or_else(|| panic!("{flag} in --help"));
+                    // The README's default is --help's, where --help has one.
+                    let block = &help[at..help[at + 1..]
+                        .find("\n      --")
+                        .map_or(help.len(), |e| at + 1 + e)];
+                    if let Some(shown) = block.split("[default: ").nth(1) {
+                        let shown = shown.split(']').next().unwrap().trim_matches('`');
+                        assert_eq!(default, shown, "{key}: the README's default, --help's");
+                    }
                 }
                 let path = dir.write("k.toml", &format!("{scope}{key} = {{ wrong = [] }}\n"));
                 let ended = run_to_end(&["--config", &path.display().to_string()], &[], LIMIT);
