@@ -33,6 +33,18 @@ impl Origins {
     fn set(&mut self, key: String, origin: Origin) {
         self.0.insert(key, origin);
     }
+
+    /// Every key of the file: its server keys and its generator tables.
+    fn set_file(&mut self, server_keys: &Table, generators: &Table, file: &Origin) {
+        for key in server_keys.keys() {
+            self.set(key.clone(), file.clone());
+        }
+        for (name, keys) in generators {
+            for key in keys.as_table().into_iter().flat_map(Table::keys) {
+                self.set(format!("generators.{name}.{key}"), file.clone());
+            }
+        }
+    }
 }
 
 /// The merged table, where its values came from, and what could not be
@@ -86,38 +98,11 @@ pub(super) fn merge(
     let (default_keys, server_keys): (Table, Table) =
         top.into_iter().partition(|(key, _)| is_generator_key(key));
 
-    // The default generator: as named (a flag or variable over the file),
-    // else the only one the file has when nothing else configures one,
-    // else `default`.
-    let named = given
-        .iter()
-        .rev()
-        .find(|g| g.key == "default_generator")
-        .map(|g| g.text.clone())
-        .or_else(|| match server_keys.get("default_generator") {
-            Some(Value::String(name)) => Some(name.clone()),
-            _ => None,
-        });
     let configures_default = !default_keys.is_empty() || given.iter().any(|g| g.generator);
-    let default = match named {
-        Some(name) => name,
-        None if !configures_default && generators.len() == 1 => {
-            generators.keys().next().cloned().unwrap_or_default()
-        }
-        None => DEFAULT_GENERATOR.to_owned(),
-    };
+    let default = default_name(&given, &server_keys, configures_default, &generators);
 
     if let Some(origin) = &file_origin {
-        for key in server_keys.keys() {
-            layers.origins.set(key.clone(), origin.clone());
-        }
-        for (name, keys) in &generators {
-            for key in keys.as_table().into_iter().flat_map(Table::keys) {
-                layers
-                    .origins
-                    .set(format!("generators.{name}.{key}"), origin.clone());
-            }
-        }
+        layers.origins.set_file(&server_keys, &generators, origin);
     }
     layers.table = server_keys;
     if configures_default || generators.is_empty() {
@@ -178,6 +163,32 @@ pub(super) fn merge(
         .table
         .insert("generators".into(), Value::Table(generators));
     layers
+}
+
+/// The default generator's name: as named (a flag or variable over the
+/// file), else the only one the file has when nothing else configures one,
+/// else `default`.
+fn default_name(
+    given: &[Given],
+    server_keys: &Table,
+    configures_default: bool,
+    generators: &Table,
+) -> String {
+    let named = given
+        .iter()
+        .find(|g| g.key == "default_generator")
+        .map(|g| g.text.clone())
+        .or_else(|| match server_keys.get("default_generator") {
+            Some(Value::String(name)) => Some(name.clone()),
+            _ => None,
+        });
+    match named {
+        Some(name) => name,
+        None if !configures_default && generators.len() == 1 => {
+            generators.keys().next().cloned().unwrap_or_default()
+        }
+        None => DEFAULT_GENERATOR.to_owned(),
+    }
 }
 
 impl Layers {
