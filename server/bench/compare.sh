@@ -5,8 +5,9 @@
 #   bash server/bench/compare.sh REV      # REV's server against this checkout's
 #   ROUNDS=5 DURATION=10 bash server/bench/compare.sh
 #
-# Builds REV's server (from a temporary git worktree, into this checkout's
-# target dir, so the dependencies build once) and this checkout's, then runs
+# Builds REV's server (from a git worktree under target/, removed at the
+# end, built into this checkout's target dir, so the dependencies build
+# once) and this checkout's, then runs
 # run.sh for each without ferroid, alternately (before, after; then after,
 # before; ...), ROUNDS times (default 3), and prints each point's median
 # per side and their ratio. Writes target/server-bench/compare/.
@@ -20,7 +21,9 @@ OUT=target/server-bench/compare
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-tree=$(mktemp -d)
+# One path for the base's source, so that a second run finds its build.
+tree=$PWD/target/server-bench/base-src
+git worktree remove --force "$tree" 2> /dev/null || rm -rf "$tree"
 trap 'git worktree remove --force "$tree" 2> /dev/null || rm -rf "$tree"' EXIT
 git worktree add --quiet --detach "$tree" "$BASE"
 git -C "$tree" log -1 --format='before: %h %s' | tee "$OUT/revisions.txt"
@@ -36,7 +39,8 @@ for round in $(seq "$ROUNDS"); do
     [ $((round % 2)) = 0 ] && sides=(after before)
     for side in "${sides[@]}"; do
         echo "== round $round of $ROUNDS: $side"
-        OUT="$OUT/$side-$round" SERVER="$OUT/flakeid-server-$side" LABEL="$side" PEERS=0 \
+        binary="$OUT/flakeid-server-$side"
+        OUT="$OUT/$side-$round" SERVER="$binary" LABEL="$side" PEERS=0 \
             bash server/bench/run.sh > "$OUT/$side-$round.log"
     done
 done
