@@ -5,6 +5,10 @@
 #   bash server/bench/run.sh            # DURATION=10 seconds per point
 #   DURATION=3 bash server/bench/run.sh # a quick look
 #
+# SERVER=<binary> measures that binary instead of building this checkout's,
+# LABEL=<name> names it in the results (default flakeid-server), PEERS=0
+# leaves ferroid out, OUT=<dir> writes elsewhere: compare.sh runs it so.
+#
 # Measures:
 #   1. StreamIds IDs/s by chunk size (1, 64, 4096): flakeid-server with
 #      Twitter's layout (12-bit sequence: at most 4,096 IDs per ms), with a
@@ -20,14 +24,21 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
 CONCURRENCY=${CONCURRENCY:-64}
-OUT=target/server-bench
+OUT=${OUT:-target/server-bench}
+LABEL=${LABEL:-flakeid-server}
+PEERS=${PEERS:-1}
 mkdir -p "$OUT"
 : > "$OUT/results.jsonl"
 
-command -v ferroid-tonic-server > /dev/null || cargo install ferroid-tonic-server --version 2.0.0 --locked
+[ "$PEERS" = 0 ] || command -v ferroid-tonic-server > /dev/null \
+    || cargo install ferroid-tonic-server --version 2.0.0 --locked
 command -v oha > /dev/null || cargo install oha --version 1.16.0 --locked
-cargo build --release -p flakeid-server --bin flakeid-server --example load
-SERVER=target/release/flakeid-server
+if [ -z "${SERVER:-}" ]; then
+    cargo build --release -p flakeid-server --bin flakeid-server --example load
+    SERVER=target/release/flakeid-server
+else
+    cargo build --release -p flakeid-server --example load
+fi
 LOAD=target/release/examples/load
 WIDE='epoch=1700000000000 unit=1 fields=timestamp:41,node:6,sequence:16'
 PIDS=()
@@ -88,11 +99,12 @@ stream_point() { # target label addr pid chunk
 echo "== StreamIds, IDs/s by chunk size (${DURATION}s a point, 4 concurrent streams)"
 for chunk in 1 64 4096; do
     start_flakeid twitter
-    stream_point flakeid "flakeid-server, twitter layout" "$FS_GRPC" "$FS_PID" "$chunk"
+    stream_point flakeid "$LABEL, twitter layout" "$FS_GRPC" "$FS_PID" "$chunk"
     stop "$FS_PID"
     start_flakeid "$WIDE"
-    stream_point flakeid "flakeid-server, 16-bit sequence" "$FS_GRPC" "$FS_PID" "$chunk"
+    stream_point flakeid "$LABEL, 16-bit sequence" "$FS_GRPC" "$FS_PID" "$chunk"
     stop "$FS_PID"
+    [ "$PEERS" = 0 ] && continue
     for workers in 1 2; do
         start_ferroid "$chunk" "$workers"
         stream_point ferroid "ferroid-tonic-server, $workers worker(s)" "$FE_GRPC" "$FE_PID" "$chunk"
@@ -109,16 +121,18 @@ for workers in default 1; do
     before=$(cpu_s "$FS_PID")
     oha -z "${DURATION}s" -c "$CONCURRENCY" --no-tui --output-format json "http://$FS_HTTP/v1/id" > "$OUT/oha.json"
     after=$(cpu_s "$FS_PID")
-    record "$(python3 server/bench/oha_summary.py "$OUT/oha.json" "$before" "$after" "flakeid-server, workers $workers")"
+    record "$(python3 server/bench/oha_summary.py "$OUT/oha.json" "$before" "$after" "$LABEL, workers $workers")"
     line=$("$LOAD" --addr "$FS_GRPC" --target flakeid --call one --concurrency "$CONCURRENCY" --connections 2 \
         --duration "$DURATION" --server-pid "$FS_PID")
-    record "{\"bench\":\"one\",\"server\":\"flakeid-server, workers $workers\",\"api\":\"gRPC NextId\",${line#\{}"
+    record "{\"bench\":\"one\",\"server\":\"$LABEL, workers $workers\",\"api\":\"gRPC NextId\",${line#\{}"
     stop "$FS_PID"
 done
-start_ferroid 4096 1
-line=$("$LOAD" --addr "$FE_GRPC" --target ferroid --call one --concurrency "$CONCURRENCY" --connections 2 \
-    --duration "$DURATION" --server-pid "$FE_PID")
-record "{\"bench\":\"one\",\"server\":\"ferroid-tonic-server, 1 worker\",\"api\":\"gRPC StreamIds(count 1)\",${line#\{}"
-stop "$FE_PID"
+if [ "$PEERS" != 0 ]; then
+    start_ferroid 4096 1
+    line=$("$LOAD" --addr "$FE_GRPC" --target ferroid --call one --concurrency "$CONCURRENCY" --connections 2 \
+        --duration "$DURATION" --server-pid "$FE_PID")
+    record "{\"bench\":\"one\",\"server\":\"ferroid-tonic-server, 1 worker\",\"api\":\"gRPC StreamIds(count 1)\",${line#\{}"
+    stop "$FE_PID"
+fi
 
 python3 server/bench/tables.py "$OUT/results.jsonl" | tee "$OUT/tables.md"

@@ -4,10 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flakeid::{GenerateError, Id, IdBatch, IdFormat};
+use flakeid::{Decoded, GenerateError, Id, IdBatch, IdFormat};
+use tokio::sync::watch;
 
-use crate::config::{Config, MAX_CHUNK_SIZE};
+use crate::config::Config;
+use crate::config::defaults::MAX_CHUNK_SIZE;
 use crate::generators::{Entry, Generators};
+use crate::quote::{quote, shorten};
 
 /// Why a call got no answer: each API maps it to its own status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,11 +58,17 @@ fn retry_after(e: &GenerateError) -> Duration {
 }
 
 /// A generator error as a failure.
-pub fn unavailable(generator: &str, e: &GenerateError) -> Failure {
+pub fn unavailable(entry: &Entry, e: &GenerateError) -> Failure {
+    let generator = &entry.name;
     match e {
         GenerateError::Expired { .. } => Failure::Expired(format!("generator {generator}: {e}")),
         _ => Failure::Unavailable {
-            message: format!("generator {generator} cannot issue IDs now: {e}"),
+            // While a restart waits out its predecessor's reservation, that
+            // is the reason (the clock "behind" the mark, say).
+            message: match entry.restarting() {
+                Some(why) => format!("generator {generator} cannot issue IDs now: {why}"),
+                None => format!("generator {generator} cannot issue IDs now: {e}"),
+            },
             retry_after: retry_after(e),
         },
     }
@@ -77,18 +86,39 @@ pub struct Service {
     pub chunk_size: u32,
     /// Longest wait for IDs.
     pub wait_limit: Duration,
+    /// When streams still running end (set on SIGTERM: the drain timeout).
+    streams_end: watch::Receiver<Option<tokio::time::Instant>>,
 }
 
 impl Service {
-    /// The shared state of `config`'s APIs over `generators`.
-    pub fn new(config: &Config, generators: Arc<Generators>) -> Service {
+    /// The shared state of `config`'s APIs over `generators`; streams end
+    /// when `streams_end` says.
+    pub fn new(
+        config: &Config,
+        generators: Arc<Generators>,
+        streams_end: watch::Receiver<Option<tokio::time::Instant>>,
+    ) -> Service {
         Service {
             generators,
             max_count: config.max_count,
             max_stream_count: config.max_stream_count,
             chunk_size: config.chunk_size,
             wait_limit: config.wait_limit,
+            streams_end,
         }
+    }
+
+    /// Whether a stream must end now, the server shutting down: the
+    /// failure it ends with.
+    pub fn stream_cut(&self, unsent: u64) -> Option<Failure> {
+        let end = (*self.streams_end.borrow())?;
+        (tokio::time::Instant::now() >= end).then(|| Failure::Unavailable {
+            message: format!(
+                "the server is shutting down: {unsent} IDs of the stream were not sent; \
+                 ask again (another server, or this one once restarted)"
+            ),
+            retry_after: Duration::ZERO,
+        })
     }
 
     /// The generator a call names.
@@ -99,7 +129,8 @@ impl Service {
     pub fn generator(&self, name: &str) -> Result<&Arc<Entry>, Failure> {
         self.generators.get(name).ok_or_else(|| {
             Failure::Invalid(format!(
-                "unknown generator {name:?}; this server has: {}",
+                "unknown generator {}; this server has: {}",
+                quote(name),
                 self.generators.names()
             ))
         })
@@ -186,15 +217,17 @@ impl Service {
         // drains every tick gets the next one as soon as it starts.
         while let GenerateError::SequenceExhausted { retry_after } = e {
             if entry.reports_exhaustion {
-                return Err(unavailable(&entry.name, &e));
+                return Err(unavailable(entry, &e));
             }
             let now = tokio::time::Instant::now();
             if now + retry_after > deadline {
                 // The next tick is further off than the call may wait.
+                let why = entry.restarting().unwrap_or_else(|| {
+                    format!("the current tick is used up and the next is {retry_after:?} away")
+                });
                 return Err(Failure::Unavailable {
                     message: format!(
-                        "generator {}: the current tick is used up and the next is {retry_after:?} away, \
-                         past the wait limit of {:?}",
+                        "generator {}: {why}, past the wait limit of {:?}",
                         entry.name, self.wait_limit
                     ),
                     retry_after,
@@ -216,17 +249,31 @@ impl Service {
         match e {
             // What waiting cannot fix in a call's time is answered at once.
             GenerateError::Fenced | GenerateError::Storage(_) | GenerateError::Expired { .. } => {
-                Err(unavailable(&entry.name, &e))
+                Err(unavailable(entry, &e))
             }
             // A reservation being saved, a clock behind under a waiting
             // policy: the generator's own reporting call, its waits slept
             // on tokio's timer, bounded by the wait limit.
             _ => match tokio::time::timeout_at(deadline, generator.try_next_ids_async(n)).await {
                 Ok(Ok(batch)) => Ok(batch),
-                Ok(Err(e)) => Err(unavailable(&entry.name, &e)),
+                Ok(Err(e)) => Err(unavailable(entry, &e)),
                 Err(_) => Err(too_long()),
             },
         }
+    }
+
+    /// What `id` says under `entry`'s layout.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure::Invalid`] for an ID outside the layout.
+    pub fn decode<'a>(&self, entry: &'a Entry, id: Id) -> Result<Decoded<'a>, Failure> {
+        entry.generator.layout().decode(id).map_err(|e| {
+            Failure::Invalid(format!(
+                "{id} is not an ID of generator {}: {e}",
+                entry.name
+            ))
+        })
     }
 
     /// Exactly `n` IDs (several reservations when a tick runs out), in
@@ -250,5 +297,11 @@ impl Service {
 ///
 /// [`Failure::Invalid`] saying what is wrong with it.
 pub fn parse_id(text: &str) -> Result<(Id, IdFormat), Failure> {
-    Id::parse_any(text).map_err(|e| Failure::Invalid(format!("cannot read ID {text:?}: {e}")))
+    Id::parse_any(text).map_err(|e| {
+        Failure::Invalid(format!(
+            "cannot read ID {}: {}",
+            quote(text),
+            shorten(&e.to_string())
+        ))
+    })
 }

@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
 
 use flakeid::events::{Metrics, Tracing};
-use flakeid::{BuildError, Event, EventHook, Generator, Lease, OnExhausted, Persist};
+use flakeid::{BuildError, Event, EventHook, GenerateError, Generator, OnExhausted, Persist};
 use tokio::sync::Notify;
 
-use crate::config::{Config, GeneratorConfig, LeaseStore, NodeSource, mask_password};
+use crate::config::{Config, GeneratorConfig, defaults};
 
 /// One named generator and what the server keeps beside it.
 pub struct Entry {
@@ -21,6 +23,56 @@ pub struct Entry {
     pub reports_exhaustion: bool,
     /// IDs handed out, for the `flakeid_server_ids_issued_total` counter.
     pub issued: metrics::Counter,
+    /// After a restart inside the IDs a crashed predecessor reserved (its
+    /// state file's mark ahead of the clock): until when, while the
+    /// generator does not issue yet.
+    pub reserved_until: Option<SystemTime>,
+    /// Whether the generator has issued since it was built: false only
+    /// while a restart waits out its predecessor's reservation.
+    issuing: AtomicBool,
+}
+
+impl Entry {
+    /// Why the generator cannot issue yet, while a restart waits out its
+    /// predecessor's reservation.
+    pub fn restarting(&self) -> Option<String> {
+        if self.issuing.load(Ordering::Relaxed) {
+            return None;
+        }
+        let until = self.reserved_until?;
+        let left = until.duration_since(SystemTime::now()).unwrap_or_default();
+        Some(format!(
+            "waiting out the IDs the previous run reserved, until {} (in {})",
+            rfc3339(until),
+            humantime::format_duration(Duration::from_millis(left.as_millis() as u64))
+        ))
+    }
+
+    /// Takes one ID (dropped) to learn whether the generator issues: how
+    /// long until it may, if it says. A generator restarted from a state
+    /// file whose mark is ahead of the clock (its predecessor's
+    /// reservation, up to `persist_window`) issues only after it.
+    fn probe(&self) -> Option<Duration> {
+        match self.generator.poll_id() {
+            // Under the default policies the mark's tick is used up; under
+            // `on_clock_behind = "wait:..."` or `"error"` the clock is
+            // behind it.
+            Err(
+                GenerateError::SequenceExhausted { retry_after }
+                | GenerateError::ClockBehind {
+                    behind: retry_after,
+                },
+            ) => Some(retry_after),
+            _ => {
+                self.issuing.store(true, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
 }
 
 /// The generators by name, and the default one.
@@ -82,42 +134,16 @@ fn build(
     if let Some(bound) = config.random_start {
         builder = builder.random_start(bound);
     }
-    builder = match &config.node {
-        NodeSource::Static { node_id, .. } => builder.node_id(*node_id),
-        NodeSource::Fields(fields) => fields
-            .iter()
-            .fold(builder, |b, (field, value)| b.node_field(field, *value)),
-        NodeSource::Single => builder.single_node(),
-        NodeSource::Lease(lease) => {
-            let mut l = match &lease.store {
-                LeaseStore::Etcd(endpoints) => Lease::etcd(endpoints.clone()),
-                LeaseStore::Redis(url) => Lease::redis(url.clone()),
-                LeaseStore::Sentinel { sentinels, master } => {
-                    Lease::redis_sentinel(sentinels.clone(), master.clone())
-                }
-            };
-            l = l.prefix(lease.prefix.clone());
-            if let Some(ttl) = lease.ttl {
-                l = l.ttl(ttl);
-            }
-            if let Some(margin) = lease.margin {
-                l = l.safety_margin(margin);
-            }
-            if let Some(timeout) = lease.connect_timeout {
-                l = l.connect_timeout(timeout);
-            }
-            if let Some(range) = &lease.node_ids {
-                l = l.node_ids(range.clone());
-            }
-            builder.lease(l)
-        }
-    };
-    if let Some(p) = &config.persist {
-        let mut persist = Persist::file(&p.path);
-        if let Some(window) = p.window {
-            persist = persist.window(window);
-        }
-        builder = builder.persist(persist);
+    // The check resolved every node id but a leased one.
+    if let Some(node_id) = config.node_id {
+        builder = builder.node_id(node_id);
+    }
+    if let Some(lease) = config.node.as_ref().and_then(|n| n.lease(name)) {
+        builder = builder.lease(lease);
+    }
+    if let Some(path) = &config.state_file {
+        let window = config.persist_window.unwrap_or(defaults::PERSIST_WINDOW);
+        builder = builder.persist(Persist::file(path).window(window));
     }
     builder.build()
 }
@@ -134,30 +160,9 @@ impl Generators {
         let changed = Arc::new(Notify::new());
         let mut by_name = HashMap::new();
         for (name, g) in &config.generators {
-            let source = match &g.node {
-                NodeSource::Static { from, .. } => from.clone(),
-                NodeSource::Fields(_) => "configured fields".into(),
-                NodeSource::Single => "single node".into(),
-                NodeSource::Lease(l) => match &l.store {
-                    LeaseStore::Etcd(endpoints) => {
-                        format!("etcd lease at {}, prefix {}", endpoints.join(","), l.prefix)
-                    }
-                    LeaseStore::Redis(url) => {
-                        format!("Redis lease at {}, prefix {}", mask_password(url), l.prefix)
-                    }
-                    LeaseStore::Sentinel { sentinels, master } => {
-                        let sentinels: Vec<_> =
-                            sentinels.iter().map(|s| mask_password(s)).collect();
-                        format!(
-                            "Redis lease, master {} via sentinels {}, prefix {}",
-                            mask_password(master),
-                            sentinels.join(","),
-                            l.prefix
-                        )
-                    }
-                },
-            };
-            if let NodeSource::Lease(_) = &g.node {
+            let node = g.node.as_ref();
+            let source = node.map(|n| n.describe(name)).unwrap_or_default();
+            if node.and_then(|n| n.lease(name)).is_some() {
                 tracing::info!(generator = %name, "claiming a node id: {source}");
             }
             let generator = build(name, g, changed.clone()).map_err(|error| BuildFailure {
@@ -169,20 +174,29 @@ impl Generators {
                 layout = %g.layout,
                 node_id = generator.node_id(),
                 node_from = %source,
-                persist = g.persist.as_ref().map(|p| p.path.display().to_string()),
+                persist = g.state_file.as_ref().map(|p| p.display().to_string()),
                 "generator built"
             );
             let issued =
                 metrics::counter!("flakeid_server_ids_issued_total", "generator" => name.clone());
-            by_name.insert(
-                name.clone(),
-                Arc::new(Entry {
-                    name: name.clone(),
-                    generator,
-                    reports_exhaustion: g.on_exhausted == OnExhausted::Error,
-                    issued,
-                }),
-            );
+            let mut entry = Entry {
+                name: name.clone(),
+                generator,
+                reports_exhaustion: g.on_exhausted == OnExhausted::Error,
+                issued,
+                reserved_until: None,
+                issuing: AtomicBool::new(false),
+            };
+            if let Some(wait) = entry.probe() {
+                let until = SystemTime::now() + wait;
+                entry.reserved_until = Some(until);
+                tracing::info!(
+                    generator = %name,
+                    "the previous run reserved IDs until {}: issuing from then",
+                    rfc3339(until)
+                );
+            }
+            by_name.insert(name.clone(), Arc::new(entry));
         }
         let default = by_name
             .get(&config.default_generator)
@@ -218,6 +232,17 @@ impl Generators {
             .map(|e| e.name.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// Returns once every generator issues: a restart waits out its
+    /// predecessor's reservation, probing until the generator issues (its
+    /// clock, not this one, says when).
+    pub async fn issuing(&self) {
+        for entry in self.by_name.values() {
+            while let Some(wait) = entry.probe() {
+                tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+            }
+        }
     }
 
     /// The default generator's name.

@@ -60,19 +60,20 @@ fn code_label(code: Code) -> &'static str {
 /// The service implementation.
 pub struct Grpc {
     service: Arc<Service>,
-    next_id: Arc<RouteMetrics>,
-    next_ids: Arc<RouteMetrics>,
+    next_id: RouteMetrics,
+    next_ids: RouteMetrics,
     stream_ids: Arc<RouteMetrics>,
-    decode: Arc<RouteMetrics>,
+    decode: RouteMetrics,
 }
 
-/// The tonic service, behind the bearer token if one is set.
+/// The tonic services: `flakeid.v1.IdGenerator` behind the bearer token if
+/// one is set, and server reflection.
 pub fn service(service: Arc<Service>, token: Option<Token>) -> tonic::service::Routes {
     let grpc = Grpc {
         service,
         next_id: RouteMetrics::new("grpc", "NextId", "OK"),
         next_ids: RouteMetrics::new("grpc", "NextIds", "OK"),
-        stream_ids: RouteMetrics::new("grpc", "StreamIds", "OK"),
+        stream_ids: Arc::new(RouteMetrics::new("grpc", "StreamIds", "OK")),
         decode: RouteMetrics::new("grpc", "Decode", "OK"),
     };
     let check = move |request: Request<()>| -> Result<Request<()>, Status> {
@@ -91,7 +92,19 @@ pub fn service(service: Arc<Service>, token: Option<Token>) -> tonic::service::R
             }
         }
     };
+    // Reflection (both versions: grpcurl asks v1, then v1alpha; Python's
+    // grpcio-reflection asks v1alpha) stays open, as health does: it tells
+    // the schema, no IDs.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .include_reflection_service(false)
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let valid = "the embedded descriptors are valid";
     tonic::service::Routes::new(IdGeneratorServer::with_interceptor(grpc, check))
+        .add_service(reflection().build_v1().expect(valid))
+        .add_service(reflection().build_v1alpha().expect(valid))
 }
 
 fn finish<T>(
@@ -177,6 +190,12 @@ impl IdGenerator for Grpc {
             if state.remaining == 0 {
                 return None;
             }
+            if let Some(failure) = state.service.stream_cut(state.remaining) {
+                state.remaining = 0;
+                let status = Status::from(failure);
+                state.guard.status = code_label(status.code());
+                return Some((Err(status), state));
+            }
             let want = state.remaining.min(state.chunk as u64) as usize;
             let mut ids = Vec::with_capacity(want);
             while ids.len() < want {
@@ -208,14 +227,9 @@ impl IdGenerator for Grpc {
         let start = Instant::now();
         let result = (|| {
             let request = request.get_ref();
-            let entry: &Arc<Entry> = self.service.generator(&request.generator)?;
+            let entry = self.service.generator(&request.generator)?;
             let (id, form) = parse_id(&request.id)?;
-            let decoded = entry.generator.layout().decode(id).map_err(|e| {
-                Failure::Invalid(format!(
-                    "{id} is not an ID of generator {}: {e}",
-                    entry.name
-                ))
-            })?;
+            let decoded = self.service.decode(entry, id)?;
             Ok(DecodeResponse {
                 id: id.to_u64(),
                 time: decoded.rfc3339().to_string(),

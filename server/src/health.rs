@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use serde::Serialize;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
@@ -18,8 +19,10 @@ use crate::generators::Generators;
 pub const SERVICE: &str = "flakeid.v1.IdGenerator";
 
 /// One generator's state now.
+#[derive(Debug, Clone, Serialize)]
 pub struct GeneratorState {
     /// Its name.
+    #[serde(skip)]
     pub name: String,
     /// `Health::is_ready`.
     pub ready: bool,
@@ -47,10 +50,11 @@ impl Readiness {
             .into_iter()
             .map(|entry| {
                 let health = entry.generator.health();
+                let restarting = entry.restarting();
                 let state = GeneratorState {
                     name: entry.name.clone(),
-                    ready: health.is_ready(),
-                    health: health.to_string(),
+                    ready: health.is_ready() && restarting.is_none(),
+                    health: restarting.unwrap_or_else(|| health.to_string()),
                     node_id: entry.generator.node_id(),
                 };
                 metrics::gauge!("flakeid_server_generator_ready", "generator" => state.name.clone())

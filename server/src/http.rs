@@ -10,29 +10,45 @@
 //! | `GET /live` | 200 while the process serves |
 //! | `GET /metrics` | Prometheus text |
 //!
-//! Errors are JSON, `{"error":"<what is wrong>"}`: 400 for a bad request,
-//! 401 without the bearer token (when one is configured), 503 with
-//! `Retry-After` while a generator cannot issue.
+//! Queries and paths are read by axum's `Query` and `Path` into serde
+//! types (percent-decoded; an unknown or repeated parameter is refused).
+//! Every error is an [`HttpError`]: a status and a JSON body
+//! `{"error":"<what is wrong>"}`: 400 for a bad request, 401 without the
+//! bearer token (when one is configured), 404 for an unknown path, 405 for
+//! another method than GET, 503 with `Retry-After` while a generator cannot
+//! issue. The ID routes' metrics are recorded by one middleware layer.
 
-use std::fmt::Write as _;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use flakeid::{Decoded, Id};
 use metrics_exporter_prometheus::PrometheusHandle;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::api::{Failure, Service, parse_id};
 use crate::auth::Token;
-use crate::health::Readiness;
+use crate::health::{GeneratorState, Readiness};
+use crate::quote::shorten;
 use crate::telemetry::RouteMetrics;
+
+/// The ID routes, as their metrics label them.
+const ROUTES: [(&str, &str); 3] = [
+    ("/v1/id", "/v1/id"),
+    ("/v1/ids", "/v1/ids"),
+    ("/v1/decode/{id}", "/v1/decode"),
+];
+
+/// What the routes take, for the 404 message.
+const ROUTE_LIST: &str = "GET /v1/id, /v1/ids?count=N, /v1/decode/{id}, /ready, /live, /metrics";
 
 /// What the HTTP handlers share.
 pub struct Http {
@@ -40,9 +56,6 @@ pub struct Http {
     readiness: Arc<Readiness>,
     shutting_down: Arc<AtomicBool>,
     prometheus: PrometheusHandle,
-    id: Arc<RouteMetrics>,
-    ids: Arc<RouteMetrics>,
-    decode: Arc<RouteMetrics>,
 }
 
 /// The HTTP router.
@@ -58,244 +71,251 @@ pub fn router(
         readiness,
         shutting_down,
         prometheus,
-        id: RouteMetrics::new("http", "/v1/id", "200"),
-        ids: RouteMetrics::new("http", "/v1/ids", "200"),
-        decode: RouteMetrics::new("http", "/v1/decode", "200"),
     });
+    let metrics: Arc<HashMap<&str, RouteMetrics>> = Arc::new(
+        ROUTES
+            .iter()
+            .map(|(path, label)| (*path, RouteMetrics::new("http", label, "200")))
+            .collect(),
+    );
     let mut ids = Router::new()
         .route("/v1/id", get(one_id))
         .route("/v1/ids", get(many_ids))
         .route("/v1/decode/{id}", get(decode));
     if let Some(token) = token {
-        ids = ids.layer(middleware::from_fn_with_state(
+        ids = ids.route_layer(middleware::from_fn_with_state(
             Arc::new(token),
             require_token,
         ));
     }
-    ids.route("/ready", get(ready))
+    ids.route_layer(middleware::from_fn_with_state(metrics, record))
+        .route("/ready", get(ready))
         .route("/live", get(live))
         .route("/metrics", get(metrics_text))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
 }
 
-/// A JSON body with its status, ended by a newline (for terminals and
-/// line-oriented tools; JSON parsers skip it).
-fn json(status: StatusCode, mut body: String) -> Response {
-    body.push('\n');
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+/// An HTTP error: its status, the reason in a JSON body, and the headers
+/// it calls for (`Retry-After`, `WWW-Authenticate`).
+#[derive(Debug)]
+pub struct HttpError {
+    status: StatusCode,
+    reason: String,
+    retry_after_s: Option<u64>,
 }
 
-/// A JSON string literal.
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+impl HttpError {
+    fn new(status: StatusCode, reason: impl Into<String>) -> HttpError {
+        HttpError {
+            status,
+            reason: reason.into(),
+            retry_after_s: None,
+        }
+    }
 }
 
-impl Failure {
-    fn status(&self) -> StatusCode {
-        match self {
+impl From<Failure> for HttpError {
+    fn from(failure: Failure) -> HttpError {
+        let status = match &failure {
             Failure::Invalid(_) => StatusCode::BAD_REQUEST,
             Failure::Unavailable { .. } | Failure::Expired(_) => StatusCode::SERVICE_UNAVAILABLE,
             Failure::Unauthenticated => StatusCode::UNAUTHORIZED,
-        }
-    }
-
-    /// The status code as a metric label.
-    fn status_label(&self) -> &'static str {
-        match self {
-            Failure::Invalid(_) => "400",
-            Failure::Unavailable { .. } | Failure::Expired(_) => "503",
-            Failure::Unauthenticated => "401",
+        };
+        HttpError {
+            status,
+            reason: failure.message().to_owned(),
+            // Whole seconds, rounded up: a hint of 0 would invite a storm.
+            retry_after_s: match &failure {
+                Failure::Unavailable { retry_after, .. } => {
+                    Some(retry_after.as_millis().div_ceil(1000).max(1) as u64)
+                }
+                _ => None,
+            },
         }
     }
 }
 
-impl IntoResponse for Failure {
+impl From<QueryRejection> for HttpError {
+    fn from(rejection: QueryRejection) -> HttpError {
+        HttpError::new(rejection.status(), shorten(&rejection.body_text()))
+    }
+}
+
+impl From<PathRejection> for HttpError {
+    fn from(rejection: PathRejection) -> HttpError {
+        HttpError::new(rejection.status(), shorten(&rejection.body_text()))
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+}
+
+impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let mut response = json(
-            self.status(),
-            format!("{{\"error\":{}}}", quoted(self.message())),
+            self.status,
+            &ErrorBody {
+                error: &self.reason,
+            },
         );
-        match &self {
-            Failure::Unavailable { retry_after, .. } => {
-                // Whole seconds, rounded up: a hint of 0 would invite a storm.
-                let seconds = retry_after.as_millis().div_ceil(1000).max(1);
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds as u64));
-            }
-            Failure::Unauthenticated => {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            _ => {}
+        let headers = response.headers_mut();
+        if let Some(seconds) = self.retry_after_s {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }
 }
 
-/// The query parameters a route takes, read strictly: an unknown or
-/// repeated parameter is a 400, not a silent default.
-#[derive(Default)]
-struct Params<'a> {
-    generator: &'a str,
-    count: Option<&'a str>,
+/// A JSON body with its status, ended by a newline (for terminals and
+/// line-oriented tools; JSON parsers skip it).
+fn json(status: StatusCode, body: &impl Serialize) -> Response {
+    let mut bytes = serde_json::to_vec(body).expect("the bodies serialize");
+    bytes.push(b'\n');
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response()
 }
 
-fn params<'a>(query: &'a Option<String>, allowed: &[&str]) -> Result<Params<'a>, Failure> {
-    let mut params = Params::default();
-    let Some(query) = query.as_deref() else {
-        return Ok(params);
-    };
-    let mut seen_generator = false;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if !allowed.contains(&name) {
-            return Err(Failure::Invalid(format!(
-                "unknown query parameter {name:?}; this route takes: {}",
-                allowed.join(", ")
-            )));
-        }
-        let repeated = match name {
-            "generator" => std::mem::replace(&mut seen_generator, true),
-            _ => params.count.replace(value).is_some(),
-        };
-        if repeated {
-            return Err(Failure::Invalid(format!(
-                "query parameter {name:?} is given twice"
-            )));
-        }
-        if name == "generator" {
-            params.generator = value;
-        }
-    }
-    Ok(params)
+/// `?generator=NAME`, for the routes that take only that.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeneratorQuery {
+    #[serde(default)]
+    generator: String,
 }
 
-async fn one_id(State(http): State<Arc<Http>>, RawQuery(query): RawQuery) -> Response {
-    let start = Instant::now();
-    let result = async {
-        let p = params(&query, &["generator"])?;
-        let entry = http.service.generator(p.generator)?;
-        let batch = http.service.reserve(entry, 1).await?;
-        Ok::<_, Failure>(format!("{{\"id\":\"{}\"}}", batch.first_id()))
-    }
-    .await;
-    respond(&http.id, start, result)
-}
-
-async fn many_ids(State(http): State<Arc<Http>>, RawQuery(query): RawQuery) -> Response {
-    let start = Instant::now();
-    let result = async {
-        let p = params(&query, &["count", "generator"])?;
-        let count = match p.count {
-            None => return Err(Failure::Invalid("count is missing: /v1/ids?count=N".into())),
-            Some(text) => text
-                .parse::<u64>()
-                .map_err(|_| Failure::Invalid(format!("count {text:?} is not a whole number")))?,
-        };
-        let n = http.service.batch_count(count)?;
-        let entry = http.service.generator(p.generator)?;
-        let ids = http.service.ids(entry, n).await?;
-        // 20 digits and 3 characters of punctuation per ID at most.
-        let mut body = String::with_capacity(10 + 23 * ids.len());
-        body.push_str("{\"ids\":[");
-        for (i, id) in ids.iter().enumerate() {
-            if i > 0 {
-                body.push(',');
-            }
-            let _ = write!(body, "\"{id}\"");
-        }
-        body.push_str("]}");
-        Ok(body)
-    }
-    .await;
-    respond(&http.ids, start, result)
+/// `?count=N[&generator=NAME]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountQuery {
+    count: u64,
+    #[serde(default)]
+    generator: String,
 }
 
 #[derive(Serialize)]
-struct DecodedOut<'a> {
+struct OneId {
+    id: Id,
+}
+
+#[derive(Serialize)]
+struct ManyIds {
+    ids: Vec<Id>,
+}
+
+#[derive(Serialize)]
+struct DecodedId<'a> {
     generator: &'a str,
     form: &'static str,
     #[serde(flatten)]
-    decoded: flakeid::Decoded<'a>,
+    decoded: Decoded<'a>,
+}
+
+type Answer = Result<Response, HttpError>;
+
+async fn one_id(
+    State(http): State<Arc<Http>>,
+    query: Result<Query<GeneratorQuery>, QueryRejection>,
+) -> Answer {
+    let Query(query) = query?;
+    let entry = http.service.generator(&query.generator)?;
+    let batch = http.service.reserve(entry, 1).await?;
+    Ok(json(
+        StatusCode::OK,
+        &OneId {
+            id: batch.first_id(),
+        },
+    ))
+}
+
+async fn many_ids(
+    State(http): State<Arc<Http>>,
+    query: Result<Query<CountQuery>, QueryRejection>,
+) -> Answer {
+    let Query(query) = query?;
+    let n = http.service.batch_count(query.count)?;
+    let entry = http.service.generator(&query.generator)?;
+    let ids = http.service.ids(entry, n).await?;
+    Ok(json(StatusCode::OK, &ManyIds { ids }))
 }
 
 async fn decode(
     State(http): State<Arc<Http>>,
-    Path(id): Path<String>,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let start = Instant::now();
-    let result = (|| {
-        let p = params(&query, &["generator"])?;
-        let entry = http.service.generator(p.generator)?;
-        let (id, form) = parse_id(&id)?;
-        let decoded = entry.generator.layout().decode(id).map_err(|e| {
-            Failure::Invalid(format!(
-                "{id} is not an ID of generator {}: {e}",
-                entry.name
-            ))
-        })?;
-        let out = DecodedOut {
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<GeneratorQuery>, QueryRejection>,
+) -> Answer {
+    let (Path(id), Query(query)) = (id?, query?);
+    let entry = http.service.generator(&query.generator)?;
+    let (id, form) = parse_id(&id)?;
+    let decoded = http.service.decode(entry, id)?;
+    Ok(json(
+        StatusCode::OK,
+        &DecodedId {
             generator: &entry.name,
             form: form.name(),
             decoded,
-        };
-        serde_json::to_string(&out).map_err(|e| Failure::Invalid(e.to_string()))
-    })();
-    respond(&http.decode, start, result)
+        },
+    ))
 }
 
-fn respond(metrics: &RouteMetrics, start: Instant, result: Result<String, Failure>) -> Response {
-    match result {
-        Ok(body) => {
-            metrics.record(start, "200");
-            json(StatusCode::OK, body)
-        }
-        Err(failure) => {
-            metrics.record(start, failure.status_label());
-            failure.into_response()
-        }
+/// Counts each answer of an ID route by status, and its latency.
+async fn record(
+    State(metrics): State<Arc<HashMap<&'static str, RouteMetrics>>>,
+    path: MatchedPath,
+    request: Request,
+    next: Next,
+) -> Response {
+    let start = Instant::now();
+    let response = next.run(request).await;
+    if let Some(route) = metrics.get(path.as_str()) {
+        route.record(start, response.status().as_str());
     }
+    response
+}
+
+#[derive(Serialize)]
+struct ReadyBody {
+    ready: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    shutting_down: bool,
+    generators: BTreeMap<String, GeneratorState>,
 }
 
 async fn ready(State(http): State<Arc<Http>>) -> Response {
     let shutting_down = http.shutting_down.load(Ordering::Relaxed);
-    let states = http.readiness.check();
-    let ready = !shutting_down && states.iter().all(|s| s.ready);
-    let mut body = format!("{{\"ready\":{ready}");
-    if shutting_down {
-        body.push_str(",\"shutting_down\":true");
-    }
-    body.push_str(",\"generators\":{");
-    for (i, s) in states.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        let _ = write!(
-            body,
-            "{}:{{\"ready\":{},\"health\":{},\"node_id\":{}}}",
-            quoted(&s.name),
-            s.ready,
-            quoted(&s.health),
-            s.node_id
-        );
-    }
-    body.push_str("}}");
+    let generators: BTreeMap<String, GeneratorState> = http
+        .readiness
+        .check()
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect();
+    let ready = !shutting_down && generators.values().all(|s| s.ready);
     let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    json(status, body)
+    json(
+        status,
+        &ReadyBody {
+            ready,
+            shutting_down,
+            generators,
+        },
+    )
 }
 
 async fn live() -> &'static str {
@@ -304,24 +324,32 @@ async fn live() -> &'static str {
 
 async fn metrics_text(State(http): State<Arc<Http>>) -> Response {
     http.readiness.check();
-    let mut response = http.prometheus.render().into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4"),
-    );
-    response
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        )],
+        http.prometheus.render(),
+    )
+        .into_response()
 }
 
-async fn not_found(request: Request) -> Response {
-    json(
+async fn not_found(method: Method, uri: Uri) -> HttpError {
+    HttpError::new(
         StatusCode::NOT_FOUND,
         format!(
-            "{{\"error\":{}}}",
-            quoted(&format!(
-                "no route {} {}; routes: GET /v1/id, /v1/ids?count=N, /v1/decode/{{id}}, /ready, /live, /metrics",
-                request.method(),
-                request.uri().path()
-            ))
+            "no route {method} {}; routes: {ROUTE_LIST}",
+            crate::quote::quote(uri.path())
+        ),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> HttpError {
+    HttpError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{method} is not allowed on {}: the API answers GET (and HEAD)",
+            crate::quote::quote(uri.path())
         ),
     )
 }
@@ -334,6 +362,6 @@ async fn require_token(State(token): State<Arc<Token>>, request: Request, next: 
     if token.accepts(given) {
         next.run(request).await
     } else {
-        Failure::Unauthenticated.into_response()
+        HttpError::from(Failure::Unauthenticated).into_response()
     }
 }

@@ -17,6 +17,7 @@ pub mod generators;
 pub mod grpc;
 pub mod health;
 pub mod http;
+pub mod quote;
 pub mod serve;
 pub mod telemetry;
 
@@ -24,6 +25,9 @@ pub mod telemetry;
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod proto {
     tonic::include_proto!("flakeid.v1");
+
+    /// The encoded file descriptor set of the .proto, for gRPC reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("flakeid");
 }
 
 mod run;

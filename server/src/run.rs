@@ -41,7 +41,7 @@ impl From<Exit> for ExitCode {
 
 /// Runs the server with command-line `args` (the program name first).
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit {
-    let matches = match config::command().try_get_matches_from(args) {
+    let matches = match config::flags::command().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => {
             let _ = e.print();
@@ -67,7 +67,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit 
         print!("{config}");
         return Exit::Ok;
     }
-    let tls = match &config.tls {
+    let tls = match &config.tls() {
         None => (None, None),
         Some(files) => match (
             tls_acceptor(files, Protocol::Http),
@@ -95,7 +95,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit 
     };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = config.workers {
-        runtime.worker_threads(n);
+        runtime.worker_threads(n as usize);
     }
     let runtime = match runtime.enable_all().build() {
         Ok(r) => r,
@@ -159,7 +159,8 @@ async fn serve(
 ) -> Result<(), String> {
     telemetry::spawn_upkeep(prometheus.clone());
     let token = config.token.clone().map(Token::new);
-    let service = Arc::new(Service::new(config, generators.clone()));
+    let (streams_end_tx, streams_end) = watch::channel(None);
+    let service = Arc::new(Service::new(config, generators.clone(), streams_end));
     let readiness = Arc::new(Readiness::new(generators.clone()));
     let shutting_down = Arc::new(AtomicBool::new(false));
 
@@ -184,8 +185,11 @@ async fn serve(
     tokio::spawn(readiness.clone().watch(reporter, shutting_down.clone()));
 
     let (stop_tx, stop) = watch::channel(false);
+    // Streams still running at the drain timeout end then, with
+    // UNAVAILABLE; their connections get a moment more to send that.
+    let drain = config.drain_timeout + STREAM_END_SENT;
     let mut tasks = Vec::new();
-    let scheme = if config.tls.is_some() {
+    let scheme = if config.tls_cert.is_some() {
         "https"
     } else {
         "http"
@@ -201,11 +205,7 @@ async fn serve(
             prometheus.clone(),
             token.clone(),
         );
-        tasks.push(tokio::spawn(listener.serve(
-            router,
-            stop.clone(),
-            config.drain_timeout,
-        )));
+        tasks.push(tokio::spawn(listener.serve(router, stop.clone(), drain)));
     }
     if let Some(listener) = grpc {
         ready_line.push_str(&format!(" grpc={}", listener.addr));
@@ -214,28 +214,34 @@ async fn serve(
         tasks.push(tokio::spawn(listener.serve(
             routes.into_axum_router(),
             stop.clone(),
-            config.drain_timeout,
+            drain,
         )));
     }
     drop(service);
-    // The line tests and scripts wait for: every listener is accepting.
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{ready_line}");
-        let _ = out.flush();
-    }
-    tracing::info!(
-        generators = %generators.names(),
-        default = %generators.default_name(),
-        "ready"
-    );
-
-    let signal = signals.recv().await;
+    // A generator restarted inside its predecessor's reservation issues
+    // only after it: until then /ready says so, and the line waits.
+    let signal = tokio::select! {
+        () = generators.issuing() => {
+            // The line tests and scripts wait for: every listener is
+            // accepting, every generator issuing.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{ready_line}");
+            let _ = out.flush();
+            tracing::info!(
+                generators = %generators.names(),
+                default = %generators.default_name(),
+                "ready"
+            );
+            signals.recv().await
+        }
+        signal = signals.recv() => signal,
+    };
     tracing::info!(
         "{signal}: not accepting connections; draining for up to {:?}",
         config.drain_timeout
     );
     shutting_down.store(true, Ordering::Relaxed);
+    let _ = streams_end_tx.send(Some(tokio::time::Instant::now() + config.drain_timeout));
     generators.changed.notify_one();
     let _ = stop_tx.send(true);
     let mut drained = true;
@@ -250,6 +256,10 @@ async fn serve(
     }
     Ok(())
 }
+
+/// How long connections may take to send the end of the streams cut at the
+/// drain timeout.
+const STREAM_END_SENT: Duration = Duration::from_secs(1);
 
 /// SIGTERM and SIGINT (Ctrl-C), caught once registered.
 struct Signals {

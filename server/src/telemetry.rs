@@ -12,7 +12,6 @@
 //! | `flakeid_events_total` and the rest of `flakeid::events::Metrics` | | the library's events, all generators together |
 
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use metrics::{Counter, Histogram};
@@ -87,6 +86,8 @@ pub fn init_metrics() -> Result<PrometheusHandle, Box<dyn std::error::Error>> {
         "flakeid_server_streams_active",
         "StreamIds calls in progress."
     );
+    // Every series from the start: a dashboard sees 0, not "no data".
+    metrics::gauge!("flakeid_server_streams_active").set(0.0);
     metrics::describe_gauge!(
         "flakeid_server_generator_ready",
         "1 while the generator issues IDs, 0 while it cannot (fenced, storage failing, expired)."
@@ -122,12 +123,8 @@ pub struct RouteMetrics {
 
 impl RouteMetrics {
     /// Handles for `route` of `api`, whose success status is `ok_status`.
-    pub fn new(
-        api: &'static str,
-        route: &'static str,
-        ok_status: &'static str,
-    ) -> Arc<RouteMetrics> {
-        Arc::new(RouteMetrics {
+    pub fn new(api: &'static str, route: &'static str, ok_status: &'static str) -> RouteMetrics {
+        RouteMetrics {
             api,
             route,
             ok_status,
@@ -139,18 +136,18 @@ impl RouteMetrics {
                 "flakeid_server_request_duration_seconds",
                 "api" => api, "route" => route
             ),
-        })
+        }
     }
 
     /// Records one answer with `status`, begun at `start`.
-    pub fn record(&self, start: Instant, status: &'static str) {
+    pub fn record(&self, start: Instant, status: &str) {
         self.latency.record(start.elapsed().as_secs_f64());
         if status == self.ok_status {
             self.ok.increment(1);
         } else {
             metrics::counter!(
                 "flakeid_server_requests_total",
-                "api" => self.api, "route" => self.route, "status" => status
+                "api" => self.api, "route" => self.route, "status" => status.to_owned()
             )
             .increment(1);
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use flakeid_server::proto::{NextIdRequest, NextIdsRequest, StreamIdsRequest};
 use flakeid_test_servers::{Kind, MASTER_NAME, RedisSentinel, Server as Store, loopback_block};
-use support::{Server, redis};
+use support::{Server, redis, run_to_end};
 use tonic::Code;
 
 /// The lease flags for `store`, with a 1 s TTL so a fence closes within
@@ -350,4 +350,39 @@ async fn a_sentinel_lease_finds_the_primary_and_issues() {
         &["KEYS", "flakeid/default:node:*"],
     );
     assert!(holder.contains("flakeid/default:node:0"), "{holder}");
+}
+
+/// A Redis that accepts connections and never answers (a frozen proxy in
+/// front of a real one): the first claim gives up after the connect
+/// timeout, once, and the server exits 1. The bound leaves 3 s for the
+/// process to start and end on a busy machine; a timeout spent once per
+/// reply of the connection's setup took twice the timeout (10 s).
+#[test]
+fn a_silent_redis_is_given_up_after_the_connect_timeout() {
+    let store = Store::start(Kind::Redis);
+    let proxy = flakeid_test_servers::Proxy::new(store.addr());
+    proxy.freeze(true);
+    let url = format!("redis://{}/", proxy.addr());
+    let timeout = Duration::from_secs(5);
+    let ended = run_to_end(
+        &[
+            "--lease-url",
+            &url,
+            "--lease-connect-timeout",
+            "5s",
+            "--http-addr",
+            "127.0.0.1:0",
+            "--grpc-addr",
+            "127.0.0.1:0",
+        ],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(ended.status.code(), Some(1), "{}", ended.stderr);
+    assert!(ended.stderr.contains("within 5s"), "{}", ended.stderr);
+    assert!(
+        ended.took < timeout + Duration::from_secs(3),
+        "exited {:?} after its start, with a connect timeout of {timeout:?}",
+        ended.took
+    );
 }

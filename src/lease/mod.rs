@@ -773,6 +773,36 @@ impl Lease {
         self
     }
 
+    /// Checks the lease's terms against `layout` as building a generator
+    /// does before it contacts the store (the TTL, the safety margin, the
+    /// node ids, the prefix), without contacting it: for a program that
+    /// reads its configuration first and builds later.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::Config`] saying what is wrong, as
+    /// [`Builder::build`](crate::Builder::build) would.
+    ///
+    /// ```
+    /// use flakeid::{Layout, Lease, LeaseError};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:1/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:1"]);
+    /// let lease = lease.ttl(Duration::from_secs(2));
+    /// lease.check(&Layout::twitter())?; // nothing listens on port 1: not asked
+    /// let err = lease.safety_margin(Duration::from_secs(3)).check(&Layout::twitter());
+    /// assert!(matches!(err, Err(LeaseError::Config { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn check(&self, layout: &Layout) -> Result<(), LeaseError> {
+        self.settings(layout, Duration::ZERO).map(drop)
+    }
+
     /// The server, for messages (a Redis password is masked).
     fn server(&self) -> String {
         match &self.store {

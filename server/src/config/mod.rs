@@ -7,14 +7,44 @@
 //! tables; written at the top of the file, as flags or as variables, they
 //! configure the default generator. Everything is checked before anything
 //! starts, and each error names its key, where the value came from, and what
-//! is wrong with it.
+//! is wrong with it; all of them at once.
+//!
+//! How it is read:
+//! - The keys and their types are the serde types [`Config`],
+//!   [`GeneratorConfig`] and [`NodeSource`], with `deny_unknown_fields`.
+//!   Each value is read from the file's TOML or from a flag's text by its
+//!   type (`text`); durations in humantime's grammar, which `flakeid bench`
+//!   reads too.
+//! - The flags are clap's, each with its variable (clap's `env`) and its
+//!   default shown in `--help` from [`defaults`]. Their values stay text
+//!   until the types read them: clap would stop at the first bad one.
+//! - The file, the variables and the flags are merged into one TOML table in
+//!   the types' shape, remembering each value's [`Origin`] (`layers`); the
+//!   table is read into the types (`read`): serde stops at the first error,
+//!   so each is recorded, its value taken out, and the table read again.
+//!   figment layers the same way, but it too stops at the first error, and
+//!   its environment provider guesses each variable's type from its text
+//!   (`FLAKEID_TOKEN=12345` turns into a number).
+//! - A generator's node keys (`node_source`, `node_*`, `lease_*`) sit in its
+//!   table beside its other keys; the merge moves them into a `node` table
+//!   keyed by the source (`node = { redis = { lease_url = ... } }`), so that
+//!   [`NodeSource`] is an enum whose variants carry their own keys and a key
+//!   of another source is refused as an unknown field. serde's internally
+//!   tagged enums would lose the key of an error (they buffer their
+//!   content), and `flatten` does not go with `deny_unknown_fields`.
+//! - What types cannot say is checked after (`check`): ranges, node ids
+//!   against the layout, generators that could issue the same IDs, lease
+//!   terms, listeners, the token.
 
-mod keys;
-mod node;
+mod check;
+pub mod defaults;
+pub mod flags;
+mod layers;
 mod print;
-mod values;
+mod read;
+mod text;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
@@ -23,15 +53,12 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
-use flakeid::{Layout, OnClockBehind, OnExhausted};
+use flakeid::{Layout, Lease, OnClockBehind, OnExhausted};
+use serde::{Deserialize, Serialize};
 
-pub use keys::command;
-use keys::{KEYS, Key, Scope, env_var, find_key, flag, suggestion};
-use node::check_node;
-use values::{
-    Raw, Reader, Setting, parse_addr, parse_on_clock_behind, parse_on_exhausted, valid_name,
-};
-pub use values::{mask_password, parse_duration};
+use flags::{GENERATOR, command, env_var, heading};
+use layers::Given;
+use read::Keys;
 
 /// Where a value came from, for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,12 +123,24 @@ impl fmt::Display for ConfigErrors {
 impl std::error::Error for ConfigErrors {}
 
 /// The log line format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// Human-readable lines.
+    #[default]
     Text,
     /// One JSON object a line.
     Json,
+}
+
+impl LogFormat {
+    /// The name the configuration uses.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
 }
 
 /// Certificate and key files of the TLS listeners.
@@ -113,158 +152,329 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-/// The server's whole configuration, checked.
-#[derive(Debug, Clone)]
+/// The server's whole configuration: the server keys, and the generators.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// The HTTP/JSON listener, or none.
+    /// The HTTP/JSON listener, or none (`off`).
+    #[serde(with = "text")]
     pub http_addr: Option<SocketAddr>,
-    /// The gRPC listener, or none.
+    /// The gRPC listener, or none (`off`).
+    #[serde(with = "text")]
     pub grpc_addr: Option<SocketAddr>,
     /// Most IDs per HTTP batch or NextIds call.
+    #[serde(with = "text")]
     pub max_count: u32,
     /// Most IDs per StreamIds call.
+    #[serde(with = "text")]
     pub max_stream_count: u64,
     /// IDs per StreamIds chunk when the call names none.
+    #[serde(with = "text")]
     pub chunk_size: u32,
     /// Longest wait for IDs before a call is answered 503/UNAVAILABLE.
+    #[serde(with = "text")]
     pub wait_limit: Duration,
-    /// The bearer token the ID APIs require, if any.
+    /// The bearer token the ID APIs require, if any (from `token_file` once
+    /// checked); never printed.
+    #[serde(skip_serializing)]
     pub token: Option<String>,
-    /// TLS for both listeners, if set.
-    pub tls: Option<TlsFiles>,
+    /// A file holding the token.
+    pub token_file: Option<PathBuf>,
+    /// TLS: the PEM certificate chain.
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: the PEM private key.
+    pub tls_key: Option<PathBuf>,
     /// Log format.
     pub log_format: LogFormat,
     /// Log filter (tracing-subscriber's `EnvFilter` syntax).
     pub log_level: String,
     /// How long requests in flight may finish after SIGTERM.
+    #[serde(with = "text")]
     pub drain_timeout: Duration,
     /// Runtime worker threads; `None` for one per core.
-    pub workers: Option<usize>,
+    #[serde(with = "text::option")]
+    pub workers: Option<u32>,
     /// The generator of calls that name none.
     pub default_generator: String,
     /// The generators by name.
     pub generators: BTreeMap<String, GeneratorConfig>,
 }
 
-/// The largest chunk a StreamIds call may ask for: 512 KiB of IDs, well
-/// under gRPC's usual 4 MiB message limit.
-pub const MAX_CHUNK_SIZE: u32 = 65_536;
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            http_addr: Some(defaults::HTTP_ADDR.parse().expect("the default parses")),
+            grpc_addr: Some(defaults::GRPC_ADDR.parse().expect("the default parses")),
+            max_count: defaults::MAX_COUNT,
+            max_stream_count: defaults::MAX_STREAM_COUNT,
+            chunk_size: defaults::CHUNK_SIZE,
+            wait_limit: defaults::WAIT_LIMIT,
+            token: None,
+            token_file: None,
+            tls_cert: None,
+            tls_key: None,
+            log_format: LogFormat::default(),
+            log_level: defaults::LOG_LEVEL.into(),
+            drain_timeout: defaults::DRAIN_TIMEOUT,
+            workers: None,
+            default_generator: defaults::DEFAULT_GENERATOR.into(),
+            generators: BTreeMap::new(),
+        }
+    }
+}
 
-/// One generator's configuration, checked against its layout.
-#[derive(Debug, Clone)]
+impl Config {
+    /// TLS for both listeners, if both files are set.
+    pub fn tls(&self) -> Option<TlsFiles> {
+        Some(TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+        })
+    }
+}
+
+/// One generator's configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GeneratorConfig {
     /// The bit plan.
+    #[serde(default = "default_layout")]
     pub layout: Layout,
-    /// Where its node id comes from.
-    pub node: NodeSource,
-    /// Restart safety: the state file and its window.
-    pub persist: Option<PersistConfig>,
+    /// Where its node id comes from (`None` only in a configuration that
+    /// the check refuses).
+    #[serde(default)]
+    pub node: Option<NodeSource>,
+    /// Restart safety: the state file.
+    #[serde(default)]
+    pub state_file: Option<PathBuf>,
+    /// How far ahead the saved mark reaches.
+    #[serde(default, with = "text::option")]
+    pub persist_window: Option<Duration>,
     /// Policy for a used-up tick.
+    #[serde(default, with = "text")]
     pub on_exhausted: OnExhausted,
     /// Policy for a clock behind.
+    #[serde(default, with = "text")]
     pub on_clock_behind: OnClockBehind,
     /// Random sequence start bound.
+    #[serde(default, with = "text::option")]
     pub random_start: Option<u64>,
+    /// The node id, once checked, of the sources that give one before the
+    /// server starts (all but the leases).
+    #[serde(skip)]
+    pub node_id: Option<u64>,
 }
 
-/// Where a generator's node id comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+fn default_layout() -> Layout {
+    defaults::LAYOUT.parse().expect("the default layout parses")
+}
+
+/// Where a generator's node id comes from: `node_source`, with the keys of
+/// that source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum NodeSource {
-    /// A node id given in the configuration, or read from a variable or the
-    /// StatefulSet ordinal (resolved while the configuration is read).
+    /// Given in the configuration: `node_id`, or `node_fields` by name.
     Static {
-        /// The node id.
-        node_id: u64,
-        /// How it was found, for the start-up log.
-        from: String,
+        /// All node fields as one number.
+        #[serde(default, with = "text::option")]
+        node_id: Option<u64>,
+        /// Each node field by name.
+        #[serde(default, with = "text::option")]
+        node_fields: Option<BTreeMap<String, u64>>,
     },
-    /// The layout's node fields, by name.
-    Fields(Vec<(String, u64)>),
-    /// The only generator of its layout anywhere (`Builder::single_node`).
-    Single,
-    /// A lease on a coordination store.
-    Lease(LeaseConfig),
-}
-
-/// A node-id lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseConfig {
-    /// The store.
-    pub store: LeaseStore,
-    /// Key prefix.
-    pub prefix: String,
-    /// Time to live.
-    pub ttl: Option<Duration>,
-    /// Safety margin.
-    pub margin: Option<Duration>,
-    /// Connect timeout of the first claim.
-    pub connect_timeout: Option<Duration>,
-    /// The node ids it may claim.
-    pub node_ids: Option<RangeInclusive<u64>>,
-}
-
-/// The coordination store of a lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseStore {
-    /// etcd endpoints.
-    Etcd(Vec<String>),
-    /// A Redis URL.
-    Redis(String),
-    /// Redis behind Sentinel: the sentinels and the master name (or a
-    /// `redis://` URL naming it, with the data nodes' credentials).
+    /// Read from the variable `node_env` names (`node_id::from_env`).
+    Env {
+        /// The variable's name.
+        node_env: String,
+    },
+    /// The StatefulSet ordinal in the host name (`ids-3` is node 3).
+    Statefulset {},
+    /// The only generator of its layout anywhere: node id 0
+    /// (`Builder::single_node`).
+    Single {},
+    /// A lease on an etcd cluster.
+    Etcd {
+        /// `http://host:port` of each member.
+        #[serde(with = "text")]
+        lease_endpoints: Vec<String>,
+        /// The terms.
+        #[serde(default)]
+        terms: LeaseTerms,
+    },
+    /// A lease on a Redis server.
+    Redis {
+        /// `redis://[:password@]host:port/[db]`.
+        lease_url: String,
+        /// The terms.
+        #[serde(default)]
+        terms: LeaseTerms,
+    },
+    /// A lease on Redis behind Sentinel.
     Sentinel {
-        /// The sentinels' addresses.
-        sentinels: Vec<String>,
-        /// The master name.
-        master: String,
+        /// The sentinels: `host:port` or `redis://[user:password@]host:port`.
+        #[serde(with = "text")]
+        lease_sentinels: Vec<String>,
+        /// The master name they monitor, or `redis://[:password@]name/[db]`.
+        lease_master: String,
+        /// The terms.
+        #[serde(default)]
+        terms: LeaseTerms,
     },
 }
 
-/// Restart safety for one generator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PersistConfig {
-    /// The state file.
-    pub path: PathBuf,
-    /// How far ahead the saved mark reaches.
-    pub window: Option<Duration>,
+/// A lease's terms, besides its store. In the file they sit beside the
+/// store's keys; the merge moves them into a `terms` table of the source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseTerms {
+    /// Key prefix; `flakeid/<generator>` if unset.
+    #[serde(default)]
+    pub lease_prefix: Option<String>,
+    /// Time to live.
+    #[serde(default, with = "text::option")]
+    pub lease_ttl: Option<Duration>,
+    /// Safety margin; a fifth of the TTL if unset.
+    #[serde(default, with = "text::option")]
+    pub lease_margin: Option<Duration>,
+    /// Connect timeout of the first claim.
+    #[serde(default, with = "text::option")]
+    pub lease_connect_timeout: Option<Duration>,
+    /// The node ids it may claim; all the layout has if unset.
+    #[serde(default, with = "text::option")]
+    pub lease_node_ids: Option<RangeInclusive<u64>>,
 }
 
-/// The layered values before checking: server keys, and per generator name
-/// its keys. `None` as generator means the default one, whose name is known
-/// only once every layer is in.
-#[derive(Debug, Default)]
-struct Layers {
-    server: BTreeMap<&'static str, Setting>,
-    generators: BTreeMap<Option<String>, BTreeMap<&'static str, Setting>>,
-    errors: Vec<ConfigError>,
+impl LeaseTerms {
+    /// The keys of the terms.
+    pub(crate) const KEYS: [&str; 5] = [
+        "lease_prefix",
+        "lease_ttl",
+        "lease_margin",
+        "lease_connect_timeout",
+        "lease_node_ids",
+    ];
 }
 
-impl Layers {
-    fn set(&mut self, generator: Option<String>, key: &'static Key, setting: Setting) {
-        match key.scope {
-            Scope::Server => {
-                self.server.insert(key.name, setting);
-            }
-            Scope::Generator => {
-                self.generators
-                    .entry(generator)
-                    .or_default()
-                    .insert(key.name, setting);
-            }
+impl NodeSource {
+    /// The sources that lease their node id.
+    pub(crate) const LEASES: [&str; 3] = ["etcd", "redis", "sentinel"];
+
+    /// The lease of a leasing source, on the terms configured (the server's
+    /// defaults for what is not), for the generator `name`.
+    pub fn lease(&self, name: &str) -> Option<Lease> {
+        let (lease, terms) = match self {
+            NodeSource::Etcd {
+                lease_endpoints,
+                terms,
+            } => (Lease::etcd(lease_endpoints.clone()), terms),
+            NodeSource::Redis { lease_url, terms } => (Lease::redis(lease_url.clone()), terms),
+            NodeSource::Sentinel {
+                lease_sentinels,
+                lease_master,
+                terms,
+            } => (
+                Lease::redis_sentinel(lease_sentinels.clone(), lease_master.clone()),
+                terms,
+            ),
+            _ => return None,
+        };
+        let mut lease = lease
+            .prefix(self.prefix(name).unwrap_or_default())
+            .ttl(terms.lease_ttl.unwrap_or(defaults::LEASE_TTL))
+            .connect_timeout(
+                terms
+                    .lease_connect_timeout
+                    .unwrap_or(defaults::LEASE_CONNECT_TIMEOUT),
+            );
+        if let Some(margin) = terms.lease_margin {
+            lease = lease.safety_margin(margin);
+        }
+        if let Some(range) = &terms.lease_node_ids {
+            lease = lease.node_ids(range.clone());
+        }
+        Some(lease)
+    }
+
+    /// The lease's terms, for a leasing source.
+    pub fn terms(&self) -> Option<&LeaseTerms> {
+        match self {
+            NodeSource::Etcd { terms, .. }
+            | NodeSource::Redis { terms, .. }
+            | NodeSource::Sentinel { terms, .. } => Some(terms),
+            _ => None,
         }
     }
 
-    fn error(
-        &mut self,
-        key: impl Into<String>,
-        origin: Option<Origin>,
-        message: impl Into<String>,
-    ) {
-        self.errors.push(ConfigError {
-            key: key.into(),
-            origin,
-            message: message.into(),
-        });
+    fn terms_mut(&mut self) -> Option<&mut LeaseTerms> {
+        match self {
+            NodeSource::Etcd { terms, .. }
+            | NodeSource::Redis { terms, .. }
+            | NodeSource::Sentinel { terms, .. } => Some(terms),
+            _ => None,
+        }
+    }
+
+    /// The lease's key prefix, for a leasing source of the generator `name`.
+    pub fn prefix(&self, name: &str) -> Option<String> {
+        let terms = self.terms()?;
+        Some(
+            terms
+                .lease_prefix
+                .clone()
+                .unwrap_or_else(|| format!("flakeid/{name}")),
+        )
+    }
+
+    /// Where the node id comes from, for the start-up log (passwords
+    /// masked).
+    pub fn describe(&self, name: &str) -> String {
+        let prefix = self.prefix(name).unwrap_or_default();
+        match self {
+            NodeSource::Static { .. } => "configured".into(),
+            NodeSource::Env { node_env } => format!("environment variable {node_env}"),
+            NodeSource::Statefulset {} => "the StatefulSet ordinal in the host name".into(),
+            NodeSource::Single {} => "single node".into(),
+            NodeSource::Etcd {
+                lease_endpoints, ..
+            } => format!(
+                "etcd lease at {}, prefix {prefix}",
+                lease_endpoints.join(",")
+            ),
+            NodeSource::Redis { lease_url, .. } => {
+                format!(
+                    "Redis lease at {}, prefix {prefix}",
+                    mask_password(lease_url)
+                )
+            }
+            NodeSource::Sentinel {
+                lease_sentinels,
+                lease_master,
+                ..
+            } => {
+                let sentinels: Vec<String> =
+                    lease_sentinels.iter().map(|s| mask_password(s)).collect();
+                format!(
+                    "Redis lease, master {} via sentinels {}, prefix {prefix}",
+                    mask_password(lease_master),
+                    sentinels.join(",")
+                )
+            }
+        }
+    }
+}
+
+/// `redis://:secret@host/` as `redis://:***@host/`.
+pub fn mask_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -284,43 +494,71 @@ pub struct Invocation {
 ///
 /// Everything wrong, each error naming its key.
 pub fn from_matches(matches: &ArgMatches) -> Result<Invocation, ConfigErrors> {
-    let mut layers = Layers::default();
-    if let Some(path) = matches.get_one::<String>("config") {
+    let mut errors = Vec::new();
+    let file = matches.get_one::<String>("config").and_then(|path| {
         let origin = match matches.value_source("config") {
             Some(ValueSource::EnvVariable) => Origin::Env("FLAKEID_CONFIG".into()),
             _ => Origin::Flag("--config".into()),
         };
-        read_file(&mut layers, PathBuf::from(path), origin);
-    }
+        let path = PathBuf::from(path);
+        let fail = |message: String| ConfigError {
+            key: "config".into(),
+            origin: Some(origin.clone()),
+            message,
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => match text.parse::<toml::Table>() {
+                Ok(table) => Some((table, path)),
+                Err(e) => {
+                    errors.push(fail(format!(
+                        "{} is not valid TOML: {}",
+                        path.display(),
+                        e.to_string().trim()
+                    )));
+                    None
+                }
+            },
+            Err(e) => {
+                errors.push(fail(format!("cannot read {}: {e}", path.display())));
+                None
+            }
+        }
+    });
+    let mut given = Vec::new();
     // The token has no flag: a secret on the command line shows in `ps`.
     if let Ok(token) = std::env::var("FLAKEID_TOKEN") {
-        layers.set(
-            None,
-            find_key("token").expect("token is a key"),
-            Setting {
-                raw: Raw::Text(token),
-                origin: Origin::Env("FLAKEID_TOKEN".into()),
-            },
-        );
+        given.push(Given {
+            key: "token".into(),
+            generator: false,
+            text: token,
+            origin: Origin::Env("FLAKEID_TOKEN".into()),
+        });
     }
-    for key in KEYS.iter().filter(|k| !k.no_flag) {
-        let origin = match matches.value_source(key.name) {
-            Some(ValueSource::CommandLine) => Origin::Flag(format!("--{}", flag(key.name))),
-            Some(ValueSource::EnvVariable) => Origin::Env(env_var(key.name)),
+    let command = command();
+    for arg in command.get_arguments() {
+        let Some(heading) = heading(arg) else {
+            continue;
+        };
+        let key = arg.get_id().as_str();
+        let origin = match matches.value_source(key) {
+            Some(ValueSource::CommandLine) => Origin::Flag(format!("--{}", key.replace('_', "-"))),
+            Some(ValueSource::EnvVariable) => Origin::Env(env_var(key)),
             _ => continue,
         };
         let values: Vec<String> = matches
-            .get_many::<String>(key.name)
-            .map(|v| v.cloned().collect())
-            .unwrap_or_default();
-        let raw = if key.repeat {
-            Raw::Many(values)
-        } else {
-            Raw::Text(values.into_iter().next().unwrap_or_default())
-        };
-        layers.set(None, key, Setting { raw, origin });
+            .get_raw(key)
+            .into_iter()
+            .flatten()
+            .map(|v| v.to_string_lossy().into_owned())
+            .collect();
+        given.push(Given {
+            key: key.to_owned(),
+            generator: heading == GENERATOR,
+            text: values.join(","),
+            origin,
+        });
     }
-    let config = check(layers)?;
+    let config = load(file, given, errors)?;
     Ok(Invocation {
         config,
         check_only: matches.get_flag("check"),
@@ -334,402 +572,60 @@ pub fn from_matches(matches: &ArgMatches) -> Result<Invocation, ConfigErrors> {
 ///
 /// As [`from_matches`].
 pub fn from_toml(text: &str, path: &str) -> Result<Config, ConfigErrors> {
-    let mut layers = Layers::default();
-    read_toml(&mut layers, text, PathBuf::from(path));
-    check(layers)
+    let table = text.parse::<toml::Table>().map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            key: "config".into(),
+            origin: Some(Origin::File(path.into())),
+            message: format!("not valid TOML: {}", e.to_string().trim()),
+        }])
+    })?;
+    load(Some((table, path.into())), Vec::new(), Vec::new())
 }
 
-fn read_file(layers: &mut Layers, path: PathBuf, origin: Origin) {
-    match std::fs::read_to_string(&path) {
-        Ok(text) => read_toml(layers, &text, path),
-        Err(e) => layers.error(
-            "config",
-            Some(origin),
-            format!("cannot read {}: {e}", path.display()),
-        ),
-    }
-}
-
-fn read_toml(layers: &mut Layers, text: &str, path: PathBuf) {
-    let origin = Origin::File(path.clone());
-    let table: toml::Table = match text.parse() {
-        Ok(table) => table,
-        Err(e) => {
-            let message = e.to_string();
-            layers.error(
-                "config",
-                Some(origin),
-                format!("not valid TOML: {}", message.trim()),
-            );
-            return;
-        }
+/// Merges, reads and checks the layers.
+fn load(
+    file: Option<(toml::Table, PathBuf)>,
+    given: Vec<Given>,
+    mut errors: Vec<ConfigError>,
+) -> Result<Config, ConfigErrors> {
+    let command = command();
+    let mut keys = Keys {
+        server: vec!["token".into()],
+        generator: Vec::new(),
     };
-    for (name, value) in table {
-        if name == "generators" {
-            let toml::Value::Table(generators) = value else {
-                layers.error(
-                    "generators",
-                    Some(origin.clone()),
-                    "must be a table of [generators.<name>] tables",
-                );
-                continue;
-            };
-            for (generator, keys) in generators {
-                let toml::Value::Table(keys) = keys else {
-                    layers.error(
-                        format!("generators.{generator}"),
-                        Some(origin.clone()),
-                        "must be a table",
-                    );
-                    continue;
-                };
-                layers
-                    .generators
-                    .entry(Some(generator.clone()))
-                    .or_default();
-                for (name, value) in keys {
-                    let dotted = format!("generators.{generator}.{name}");
-                    match find_key(&name) {
-                        Some(key) if key.scope == Scope::Generator => layers.set(
-                            Some(generator.clone()),
-                            key,
-                            Setting {
-                                raw: Raw::Toml(value),
-                                origin: origin.clone(),
-                            },
-                        ),
-                        Some(_) => layers.error(
-                            dotted,
-                            Some(origin.clone()),
-                            format!("{name} is a server key: write it at the top of the file"),
-                        ),
-                        None => layers.error(
-                            dotted,
-                            Some(origin.clone()),
-                            format!("unknown key{}", suggestion(&name, Scope::Generator)),
-                        ),
-                    }
-                }
+    for arg in command.get_arguments() {
+        match heading(arg) {
+            Some(GENERATOR) => keys.generator.push(arg.get_id().to_string()),
+            Some(_) => keys.server.push(arg.get_id().to_string()),
+            None => {}
+        }
+    }
+    // A file that could not be read leaves its keys unknown: the checks
+    // would report what is missing for want of them.
+    let file_failed = !errors.is_empty();
+    let layers = layers::merge(file, given, |key| keys.generator.iter().any(|k| k == key));
+    errors.extend(layers.errors);
+    let mut failed = BTreeSet::new();
+    let config = read::read(
+        layers.table,
+        &layers.origins,
+        &keys,
+        &mut errors,
+        &mut failed,
+    );
+    match config {
+        Some(mut config) => {
+            if !file_failed {
+                check::check(&mut config, &layers.origins, &failed, &mut errors);
             }
-            continue;
-        }
-        match find_key(&name) {
-            Some(key) => layers.set(
-                None,
-                key,
-                Setting {
-                    raw: Raw::Toml(value),
-                    origin: origin.clone(),
-                },
-            ),
-            None => layers.error(
-                name.clone(),
-                Some(origin.clone()),
-                format!("unknown key{}", suggestion(&name, Scope::Server)),
-            ),
-        }
-    }
-}
-
-fn check(mut layers: Layers) -> Result<Config, ConfigErrors> {
-    let mut errors = std::mem::take(&mut layers.errors);
-    let server = std::mem::take(&mut layers.server);
-    let mut r = Reader {
-        path: String::new(),
-        settings: &server,
-        errors: &mut errors,
-    };
-    let http_addr = r
-        .parsed("http_addr", parse_addr)
-        .unwrap_or(Some(SocketAddr::from(([127, 0, 0, 1], 8080))));
-    let grpc_addr = r
-        .parsed("grpc_addr", parse_addr)
-        .unwrap_or(Some(SocketAddr::from(([127, 0, 0, 1], 50051))));
-    if http_addr.is_none() && grpc_addr.is_none() && r.has("http_addr") && r.has("grpc_addr") {
-        let origin = r.origin("grpc_addr").cloned();
-        r.fail(
-            "grpc_addr",
-            origin.as_ref(),
-            "http_addr and grpc_addr are both off: nothing would be served",
-        );
-    }
-    let max_count = match r.uint("max_count") {
-        None => 10_000,
-        Some(n) if (1..=1_000_000).contains(&n) => n as u32,
-        Some(n) => {
-            let origin = r.origin("max_count").cloned();
-            r.fail(
-                "max_count",
-                origin.as_ref(),
-                format!("{n} is out of range (1..=1000000: a reply holds the IDs in memory)"),
-            );
-            10_000
-        }
-    };
-    let max_stream_count = match r.uint("max_stream_count") {
-        None => 1_000_000_000,
-        Some(0) => {
-            let origin = r.origin("max_stream_count").cloned();
-            r.fail("max_stream_count", origin.as_ref(), "must be at least 1");
-            1
-        }
-        Some(n) => n,
-    };
-    let chunk_size = match r.uint("chunk_size") {
-        None => 4096,
-        Some(n) if (1..=u64::from(MAX_CHUNK_SIZE)).contains(&n) => n as u32,
-        Some(n) => {
-            let origin = r.origin("chunk_size").cloned();
-            r.fail(
-                "chunk_size",
-                origin.as_ref(),
-                format!("{n} is out of range (1..={MAX_CHUNK_SIZE})"),
-            );
-            4096
-        }
-    };
-    let wait_limit = r
-        .duration("wait_limit")
-        .unwrap_or(Duration::from_millis(500));
-    let token = match (r.text("token"), r.text("token_file")) {
-        (Some(_), Some(_)) => {
-            let origin = r.origin("token_file").cloned();
-            r.fail(
-                "token_file",
-                origin.as_ref(),
-                "token and token_file are both set; set one",
-            );
-            None
-        }
-        (Some(token), None) => Some(token),
-        (None, Some(path)) => match std::fs::read_to_string(&path) {
-            Ok(token) => Some(token.trim().to_owned()),
-            Err(e) => {
-                let origin = r.origin("token_file").cloned();
-                r.fail(
-                    "token_file",
-                    origin.as_ref(),
-                    format!("cannot read {path}: {e}"),
-                );
-                None
-            }
-        },
-        (None, None) => None,
-    };
-    let token = match token {
-        Some(t)
-            if t.trim().is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) =>
-        {
-            let name = if r.has("token") {
-                "token"
+            if errors.is_empty() {
+                Ok(config)
             } else {
-                "token_file"
-            };
-            let origin = r.origin(name).cloned();
-            r.fail(
-                name,
-                origin.as_ref(),
-                "the token is empty or holds spaces or control characters",
-            );
-            None
-        }
-        other => other,
-    };
-    let tls = match (r.text("tls_cert"), r.text("tls_key")) {
-        (Some(cert), Some(key)) => Some(TlsFiles {
-            cert: cert.into(),
-            key: key.into(),
-        }),
-        (None, None) => None,
-        (Some(_), None) => {
-            let origin = r.origin("tls_cert").cloned();
-            r.fail(
-                "tls_key",
-                origin.as_ref(),
-                "tls_cert is set but tls_key is not; set both",
-            );
-            None
-        }
-        (None, Some(_)) => {
-            let origin = r.origin("tls_key").cloned();
-            r.fail(
-                "tls_cert",
-                origin.as_ref(),
-                "tls_key is set but tls_cert is not; set both",
-            );
-            None
-        }
-    };
-    let log_format = r
-        .parsed("log_format", |s| match s.trim() {
-            "text" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
-            other => Err(format!("{other:?} is not a log format: text or json")),
-        })
-        .unwrap_or(LogFormat::Text);
-    let log_level = r
-        .parsed("log_level", |s| {
-            tracing_subscriber::EnvFilter::try_new(s)
-                .map(|_| s.to_owned())
-                .map_err(|e| format!("{s:?} is not a log filter: {e}"))
-        })
-        .unwrap_or_else(|| "info".into());
-    let drain_timeout = r
-        .duration("drain_timeout")
-        .unwrap_or(Duration::from_secs(10));
-    let workers = match r.uint("workers") {
-        Some(n) if (1..=1024).contains(&n) => Some(n as usize),
-        Some(n) => {
-            let origin = r.origin("workers").cloned();
-            r.fail(
-                "workers",
-                origin.as_ref(),
-                format!("{n} is out of range (1..=1024)"),
-            );
-            None
-        }
-        None => None,
-    };
-    let named_default = r.text("default_generator");
-    let default_origin = r.origin("default_generator").cloned();
-
-    // The default generator's name: as set, else `default`, else the only
-    // generator the file names (when nothing else configures a default one).
-    let mut generators = std::mem::take(&mut layers.generators);
-    let default_keys = generators.remove(&None);
-    let named: Vec<String> = generators.keys().flatten().cloned().collect();
-    let default_name = match (&named_default, &default_keys, named.as_slice()) {
-        (Some(name), _, _) => name.clone(),
-        (None, None, [only]) => only.clone(),
-        _ => "default".to_owned(),
-    };
-    let mut all: BTreeMap<String, BTreeMap<&'static str, Setting>> = generators
-        .into_iter()
-        .filter_map(|(name, keys)| name.map(|n| (n, keys)))
-        .collect();
-    if let Some(keys) = default_keys {
-        let slot = all.entry(default_name.clone()).or_default();
-        for (name, setting) in keys {
-            // A flag or variable overrides the file's [generators.<default>]
-            // table; a top-level file key must not repeat one there.
-            if let (Some(existing), Origin::File(_)) = (slot.get(name), &setting.origin)
-                && matches!(existing.origin, Origin::File(_))
-            {
-                errors.push(ConfigError {
-                    key: name.into(),
-                    origin: Some(setting.origin.clone()),
-                    message: format!(
-                        "also set as generators.{default_name}.{name}; set it in one place"
-                    ),
-                });
-                continue;
+                Err(ConfigErrors(errors))
             }
-            slot.insert(name, setting);
         }
+        None => Err(ConfigErrors(errors)),
     }
-    if all.is_empty() {
-        all.insert(default_name.clone(), BTreeMap::new());
-    }
-    if !all.contains_key(&default_name) {
-        errors.push(ConfigError {
-            key: "default_generator".into(),
-            origin: default_origin,
-            message: format!(
-                "{default_name:?} is not a generator; the configuration has {}",
-                all.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        });
-    }
-    let mut checked = BTreeMap::new();
-    for (name, keys) in &all {
-        if !valid_name(name) {
-            errors.push(ConfigError {
-                key: format!("generators.{name}"),
-                origin: keys.values().next().map(|s| s.origin.clone()),
-                message: "a generator name is 1 to 64 letters, digits, `_` or `-`".into(),
-            });
-            continue;
-        }
-        let mut r = Reader {
-            path: format!("generators.{name}."),
-            settings: keys,
-            errors: &mut errors,
-        };
-        if let Some(generator) = check_generator(name, &mut r) {
-            checked.insert(name.clone(), generator);
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ConfigErrors(errors));
-    }
-    Ok(Config {
-        http_addr,
-        grpc_addr,
-        max_count,
-        max_stream_count,
-        chunk_size,
-        wait_limit,
-        token,
-        tls,
-        log_format,
-        log_level,
-        drain_timeout,
-        workers,
-        default_generator: default_name,
-        generators: checked,
-    })
-}
-
-fn check_generator(name: &str, r: &mut Reader<'_>) -> Option<GeneratorConfig> {
-    let layout = match r.has("layout") {
-        false => Layout::twitter(),
-        true => r.parsed("layout", |s| {
-            s.parse::<Layout>()
-                .map_err(|e| format!("{s:?} is not a layout: {e}"))
-        })?,
-    };
-    let node = check_node(name, &layout, r);
-    let persist = r.text("state_file").map(|path| PersistConfig {
-        path: path.into(),
-        window: None,
-    });
-    let window = r.duration("persist_window");
-    let persist = match (persist, window) {
-        (Some(p), window) => Some(PersistConfig { window, ..p }),
-        (None, Some(_)) => {
-            let origin = r.origin("persist_window").cloned();
-            r.fail(
-                "persist_window",
-                origin.as_ref(),
-                "persist_window is set but state_file is not",
-            );
-            None
-        }
-        (None, None) => None,
-    };
-    if let (Some(_), Some(NodeSource::Lease(_))) = (&persist, &node) {
-        let origin = r.origin("state_file").cloned();
-        r.fail(
-            "state_file",
-            origin.as_ref(),
-            "a leased node id keeps its high-water mark in the lease store; drop state_file",
-        );
-    }
-    let on_exhausted = r
-        .parsed("on_exhausted", parse_on_exhausted)
-        .unwrap_or_default();
-    let on_clock_behind = r
-        .parsed("on_clock_behind", parse_on_clock_behind)
-        .unwrap_or_default();
-    let random_start = r.uint("random_start");
-    Some(GeneratorConfig {
-        layout,
-        node: node?,
-        persist,
-        on_exhausted,
-        on_clock_behind,
-        random_start,
-    })
 }
 
 #[cfg(test)]
@@ -749,11 +645,12 @@ mod tests {
         assert_eq!(config.default_generator, "default");
         let g = &config.generators["default"];
         assert_eq!(g.layout, Layout::twitter());
-        assert!(matches!(g.node, NodeSource::Static { node_id: 7, .. }));
+        assert_eq!(g.node_id, Some(7));
         assert_eq!(
             config.http_addr,
             Some(SocketAddr::from(([127, 0, 0, 1], 8080)))
         );
+        assert_eq!(config.wait_limit, defaults::WAIT_LIMIT);
     }
 
     #[test]
@@ -764,10 +661,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.default_generator, "orders");
-        assert_eq!(
-            config.generators["orders"].node,
-            NodeSource::Fields(vec![("process".into(), 1), ("worker".into(), 3)])
-        );
+        assert_eq!(config.generators["orders"].node_id, Some(3 << 5 | 1));
     }
 
     #[test]
@@ -785,15 +679,20 @@ mod tests {
             ]
         );
         let e = errors("[generators.a]\nlayout = \"twiter\"\nnode_id = 1");
-        assert_eq!(e.len(), 1);
-        assert!(
-            e[0].starts_with("generators.a.layout: \"twiter\" is not a layout"),
-            "{e:?}"
-        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("generators.a.layout: "), "{e:?}");
+        assert!(e[0].contains("twiter"), "{e:?}");
         let e = errors("max_cuont = 5\nnode_id = 1");
         assert_eq!(
             e,
             ["max_cuont: unknown key; did you mean `max_count`? (from test.toml)"]
+        );
+        let e = errors("[generators.a]\nnode_id = 1\nmax_count = 5");
+        assert_eq!(
+            e,
+            [
+                "generators.a.max_count: max_count is a server key: write it at the top of the file (from test.toml)"
+            ]
         );
         let e = errors("");
         assert_eq!(e.len(), 1);
@@ -802,17 +701,17 @@ mod tests {
             "{e:?}"
         );
         let e = errors("node_id = 1\nlease_url = \"redis://x/\"");
-        assert!(
-            e.iter()
-                .any(|e| e.contains("node_id: does not go with node_source = \"redis\"")),
-            "{e:?}"
-        );
-        let e = errors("node_id = 1\nwait_limit = \"5 parsecs\"");
         assert_eq!(
             e,
             [
-                "wait_limit: \"5 parsecs\" is not a duration (like 500ms, 10s, 2m, 1h) (from test.toml)"
+                "generators.default.node_id: does not go with node_source = \"redis\" (from test.toml)"
             ]
+        );
+        let e = errors("node_id = 1\nwait_limit = \"5 parsecs\"");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("wait_limit: \"5 parsecs\" is not a duration"),
+            "{e:?}"
         );
         let e = errors("default_generator = \"nope\"\n[generators.a]\nnode_id = 1");
         assert_eq!(
@@ -824,15 +723,54 @@ mod tests {
         let e = errors("node_source = \"sentinel\"\nlease_sentinels = [\"s0:26379\"]");
         assert_eq!(
             e,
-            [
-                "generators.default.lease_master: node_source = \"sentinel\" needs lease_master, the master name the sentinels monitor (from test.toml)"
-            ]
+            ["generators.default.lease_master: node_source = \"sentinel\" needs lease_master"]
+        );
+        let e = errors("node_source = \"bogus\"");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("generators.default.node_source: unknown variant `bogus`"),
+            "{e:?}"
         );
         let e = errors("lease_master = \"orders\"\nlease_url = \"redis://x/\"");
         assert!(
             e.iter()
                 .any(|e| e.contains("lease_master: does not go with node_source = \"redis\"")),
             "{e:?}"
+        );
+        let e = errors("node_id = 1\ndefault_generator = 5");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("default_generator: invalid type"), "{e:?}");
+        let e = errors("node_id = 1\n[generators.default]\nnode_id = 2");
+        assert_eq!(
+            e,
+            [
+                "node_id: also set as generators.default.node_id; set it in one place (from test.toml)"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once() {
+        let e = errors(
+            "max_count = \"lots\"\nchunk_size = 0\nwait_limit = 5\nlog_level = \"debgu\"\n\
+             [generators.a]\nnode_id = 1\nlease_ttl = \"9\"\nrandom_start = -1\n\
+             [generators.b]\nnode_source = \"redis\"\nlease_ttl = \"1s\"\nlease_margin = \"2s\"",
+        );
+        let mut keys: Vec<&str> = e.iter().map(|e| e.split(':').next().unwrap()).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "chunk_size",
+                "default_generator",
+                "generators.a.lease_ttl",
+                "generators.a.random_start",
+                "generators.b.lease_url",
+                "log_level",
+                "max_count",
+                "wait_limit",
+            ],
+            "{e:#?}"
         );
     }
 
@@ -845,17 +783,17 @@ mod tests {
         )
         .unwrap();
         let g = &c.generators["default"];
-        let NodeSource::Lease(lease) = &g.node else {
+        let Some(NodeSource::Sentinel {
+            lease_sentinels,
+            lease_master,
+            terms,
+        }) = &g.node
+        else {
             panic!("{:?}", g.node);
         };
-        assert_eq!(
-            lease.store,
-            LeaseStore::Sentinel {
-                sentinels: vec!["s0:26379".into(), "redis://u:pw@s1:26379".into()],
-                master: "redis://:s3cret@orders/2".into(),
-            }
-        );
-        assert_eq!(lease.ttl, Some(Duration::from_secs(5)));
+        assert_eq!(lease_sentinels, &["s0:26379", "redis://u:pw@s1:26379"]);
+        assert_eq!(lease_master, "redis://:s3cret@orders/2");
+        assert_eq!(terms.lease_ttl, Some(Duration::from_secs(5)));
         // The printed configuration shows no password.
         let shown = c.to_string();
         assert!(
@@ -866,25 +804,32 @@ mod tests {
             !shown.contains("s3cret") && !shown.contains(":pw@"),
             "{shown}"
         );
+        // And reads back as the same configuration.
+        let again = from_toml(&shown, "printed.toml").unwrap();
+        assert_eq!(
+            again.generators["default"]
+                .node
+                .as_ref()
+                .map(NodeSource::terms),
+            Some(Some(terms))
+        );
     }
 
     #[test]
-    fn durations_and_policies_parse() {
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert!(parse_duration("10").is_err());
-        assert_eq!(
-            parse_on_exhausted("borrow:5ms"),
-            Ok(OnExhausted::Borrow {
-                max_ahead: Duration::from_millis(5)
-            })
-        );
-        assert_eq!(
-            parse_on_clock_behind("wait:5ms"),
-            Ok(OnClockBehind::Wait {
-                max: Duration::from_millis(5)
-            })
-        );
+    fn the_printed_configuration_reads_back() {
+        let c = from_toml(
+            "max_count = 30\nwait_limit = \"1m30s\"\ndefault_generator = \"b\"\n\
+             [generators.a]\nnode_fields = { datacenter = 1, worker = 2 }\non_exhausted = \"borrow:5ms\"\n\
+             [generators.b]\nlayout = \"sonyflake\"\nnode_id = 9\nstate_file = \"/tmp/b.state\"\npersist_window = \"2s\"",
+            "test.toml",
+        )
+        .unwrap();
+        let shown = c.to_string();
+        let again = from_toml(&shown, "printed.toml").unwrap();
+        assert_eq!(again.to_string(), shown);
+        assert_eq!(again.wait_limit, Duration::from_secs(90));
+        assert_eq!(again.generators["a"].node_id, Some(1 << 5 | 2));
+        assert!(shown.contains("wait_limit = \"1m 30s\""), "{shown}");
     }
 
     #[test]
@@ -894,5 +839,30 @@ mod tests {
             "redis://:***@h:6379/0"
         );
         assert_eq!(mask_password("redis://h:6379/"), "redis://h:6379/");
+    }
+
+    #[test]
+    fn the_help_names_every_node_source() {
+        let help = command().render_long_help().to_string();
+        let e = errors("node_source = \"?\"");
+        let sources: Vec<&str> = e[0].split('`').skip(3).step_by(2).collect();
+        assert_eq!(sources.len(), 7, "{e:?}");
+        for source in sources {
+            assert!(help.contains(source), "{source} in:\n{help}");
+        }
+        assert!(help.contains("[default: 10000]"), "{help}");
+        assert!(help.contains("[env: FLAKEID_MAX_COUNT=]"), "{help}");
+    }
+
+    #[test]
+    fn lease_terms_are_known_to_the_merge() {
+        for key in LeaseTerms::KEYS {
+            let text = format!("lease_url = \"redis://h/\"\n{key} = \"1\"");
+            let e = errors(&text);
+            assert!(
+                e.iter().all(|e| !e.contains("does not go with")),
+                "{key}: {e:?}"
+            );
+        }
     }
 }

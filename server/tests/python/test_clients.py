@@ -14,9 +14,12 @@ killed must answer 503 / UNAVAILABLE within 1 s.
     python -m pytest server/tests/python
 """
 
+import json
 import os
 import pathlib
+import re
 import selectors
+import shlex
 import shutil
 import socket
 import subprocess
@@ -29,10 +32,16 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 import requests
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor_pool import DescriptorPool
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
 from grpc_tools import protoc
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PROTO_DIR = ROOT / "server" / "proto"
+README = ROOT / "server" / "README.md"
 BIN = pathlib.Path(os.environ.get("FLAKEID_SERVER_BIN", ROOT / "target" / "debug" / "flakeid-server"))
 
 CLIENTS = 8
@@ -281,6 +290,42 @@ def test_bad_requests_get_400_and_invalid_argument(server, pb):
             assert wanted in raised.value.details(), raised.value.details()
 
 
+def test_what_the_readme_says_of_errors_queries_and_metrics(server, pb):
+    """Every error a JSON reason (404, 405 with Allow), long input quoted
+    in part over both APIs, query values percent-decoded, every series in
+    /metrics from the start."""
+    pb_mod, pb_grpc = pb
+    r = requests.post(f"{server.http}/v1/id", timeout=5)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET,HEAD", r.text
+    assert "POST" in r.json()["error"]
+    r = requests.get(f"{server.http}/v2/nothing", timeout=5)
+    assert r.status_code == 404 and "/v1/ids?count=N" in r.json()["error"], r.text
+    r = requests.get(f"{server.http}/v1/ids?count=%31%30&generator=%6Frders", timeout=5)
+    assert r.status_code == 200 and len(r.json()["ids"]) == 10, r.text
+    r = requests.get(f"{server.http}/v1/decode/{'x' * 10_000}", timeout=5)
+    assert r.status_code == 400 and len(r.json()["error"]) < 300, r.text
+    with grpc.insecure_channel(server.grpc) as channel:
+        stub = pb_grpc.IdGeneratorStub(channel)
+        for call in [
+            lambda: stub.Decode(pb_mod.DecodeRequest(id="x" * 10_000), timeout=5),
+            lambda: stub.NextId(pb_mod.NextIdRequest(generator="g" * 100_000), timeout=5),
+        ]:
+            with pytest.raises(grpc.RpcError) as raised:
+                call()
+            assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT, raised.value
+            assert len(raised.value.details()) < 300, raised.value.details()
+    fresh = Server([], CONFIG)
+    try:
+        metrics = requests.get(f"{fresh.http}/metrics", timeout=5).text.splitlines()
+    finally:
+        fresh.stop()
+    for line in [
+        "flakeid_server_streams_active 0",
+        'flakeid_server_ids_issued_total{generator="orders"} 0',
+    ]:
+        assert line in metrics, (line, metrics)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -344,3 +389,82 @@ def test_a_fenced_generator_answers_503_and_unavailable_within_a_second(pb):
             redis.kill()
             redis.wait()
         shutil.rmtree(redis_dir, ignore_errors=True)
+
+
+def readme_block(marker):
+    """The sh block after `marker` in the README: (command, output lines)."""
+    text = README.read_text()
+    block = text[text.index(marker):].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    steps = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def digits_match(expected, actual):
+    """Whether `actual` is `expected` with each run of digits any digits."""
+    pattern = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", expected))
+    return re.fullmatch(pattern, actual) is not None
+
+
+def grpcurl(channel, pool, args):
+    """What `grpcurl -plaintext [-d JSON] ADDR (list | SERVICE/METHOD)`
+    prints, through server reflection as grpcurl finds the methods."""
+    data = args[args.index("-d") + 1] if "-d" in args else "{}"
+    target = args[-1]
+    if target == "list":
+        return sorted(ProtoReflectionDescriptorDatabase(channel).get_services())
+    service, method = target.split("/")
+    descriptor = pool.FindServiceByName(service).FindMethodByName(method)
+    request_class = message_factory.GetMessageClass(descriptor.input_type)
+    response_class = message_factory.GetMessageClass(descriptor.output_type)
+    kind = channel.unary_stream if descriptor.server_streaming else channel.unary_unary
+    call = kind(
+        f"/{target}",
+        request_serializer=request_class.SerializeToString,
+        response_deserializer=response_class.FromString,
+    )
+    request = json_format.Parse(data, request_class())
+    try:
+        replies = list(call(request, timeout=5)) if descriptor.server_streaming else [call(request, timeout=5)]
+    except grpc.RpcError as e:
+        code = "".join(word.capitalize() for word in e.code().name.split("_"))
+        return ["ERROR:", f"  Code: {code}", f"  Message: {e.details()}"]
+    return [line for reply in replies for line in grpcurl_json(reply)]
+
+
+def grpcurl_json(message):
+    """A message as grpcurl prints it: protojson, fields in their order,
+    map entries sorted by key, two-space indents."""
+    fields = json_format.MessageToDict(message)
+    for field in message.DESCRIPTOR.fields:
+        if field.message_type and field.message_type.GetOptions().map_entry and field.json_name in fields:
+            fields[field.json_name] = dict(sorted(fields[field.json_name].items()))
+    return json.dumps(fields, indent=2).splitlines()
+
+
+def test_the_readme_grpcurl_walkthrough_prints_what_it_says():
+    """The README's grpcurl commands, run through a reflection client on a
+    server started as its curl walk-through starts one (grpcurl is no
+    Debian package; the client asks reflection what grpcurl asks)."""
+    start, _ = readme_block("<!-- the walk-through below is run by tests/readme.rs -->")[0]
+    args = shlex.split(start.removesuffix("&"))[1:]
+    server = Server(args)
+    try:
+        readme_addr = "127.0.0.1:50051"
+        with grpc.insecure_channel(server.grpc) as channel:
+            pool = DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
+            steps = readme_block("<!-- the grpcurl walk-through below")
+            assert steps, "the README has a grpcurl walk-through"
+            for command, expected in steps:
+                args = shlex.split(command)
+                assert args[:2] == ["grpcurl", "-plaintext"] and readme_addr in args, command
+                printed = grpcurl(channel, pool, args)
+                assert len(printed) == len(expected), (command, printed, expected)
+                for e, a in zip(expected, printed):
+                    assert digits_match(e, a), (command, e, a)
+    finally:
+        server.stop()

@@ -188,6 +188,13 @@ impl Server {
             .expect("connect to the gRPC listener")
     }
 
+    /// Sends SIGKILL and waits for the process to end.
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().expect("still running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) {
         let status = Command::new("kill")
@@ -254,10 +261,17 @@ impl Reply {
 
 /// One HTTP/1.1 GET on a fresh connection (`Connection: close`).
 pub fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Reply {
+    http_request(addr, "GET", path, headers)
+}
+
+/// One HTTP/1.1 request without a body on a fresh connection.
+pub fn http_request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
     let start = Instant::now();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n"
+    );
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }

@@ -23,7 +23,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Vec<u32>,
-    /// How long each run lasts, e.g. 500ms, 2s, 1.5 (seconds).
+    /// How long each run lasts, e.g. 500ms, 2s, 1.5s, 1m30s.
     #[arg(long, default_value = "400ms", value_parser = parse_duration)]
     duration: Duration,
     /// How many times each cell is measured; the table shows the median and
@@ -44,23 +44,15 @@ pub(crate) struct BenchArgs {
     check: bool,
 }
 
-/// `--duration`: `500ms`, `2s` or seconds, within 1 ms..=1 h.
+/// `--duration`: humantime's grammar (`500ms`, `2s`, `1.5s`, `1m30s`, as
+/// flakeid-server's durations), within 1 ms..=1 h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (number, scale) = if let Some(ms) = s.strip_suffix("ms") {
-        (ms, 1e-3)
-    } else if let Some(secs) = s.strip_suffix('s') {
-        (secs, 1.0)
-    } else {
-        (s, 1.0)
-    };
-    let secs = number
-        .parse::<f64>()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 500ms, 2s, 1.5)"))?
-        * scale;
-    if !(0.001..=3600.0).contains(&secs) {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration (e.g. 500ms, 2s, 1.5s): {e}"))?;
+    if !(Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&d) {
         return Err(format!("{s:?} is outside 1ms..=1h"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// One measurement: IDs per second from `threads` threads for `duration`.
@@ -480,8 +472,9 @@ mod tests {
     fn durations_are_checked() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        for bad in ["", "0", "-1s", "fast", "2h", "NaN", "inf"] {
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        for bad in ["", "0", "1.5", "-1s", "fast", "2h", "NaN", "inf"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

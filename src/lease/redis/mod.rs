@@ -191,6 +191,21 @@ impl RedisConfig {
 }
 
 /// How a store reaches its primary.
+/// Connects to the server `client` names within `timeout`. redis-rs
+/// bounds each reply of a connection's setup by the whole timeout, and its
+/// setup sends `CLIENT SETINFO` (two replies) besides `AUTH` and `SELECT`:
+/// a server that accepts and never answers held a connection for a
+/// multiple of the timeout. `CLIENT SETINFO` is not sent, and the timeout is
+/// shared among the replies that remain.
+pub(super) fn connect(client: &Client, timeout: Duration) -> redis::RedisResult<Connection> {
+    let info = client.get_connection_info().clone();
+    let setup = info.redis_settings().clone().set_skip_set_lib_name();
+    let replies = u32::from(setup.password().is_some()) + u32::from(setup.db() != 0);
+    let info = info.set_redis_settings(setup);
+    let timeout = (timeout / replies.max(1)).max(Duration::from_millis(1));
+    Client::open(info)?.get_connection_with_timeout(timeout)
+}
+
 enum Primary {
     Server(Client),
     Sentinel(Sentinels),
@@ -285,8 +300,7 @@ impl RedisStore {
         }
         if self.connection.is_none() {
             let connected = match &mut self.primary {
-                Primary::Server(client) => client
-                    .get_connection_with_timeout(budget)
+                Primary::Server(client) => connect(client, budget)
                     .map(|c| (c, None))
                     .map_err(|e| (Some(e), String::new())),
                 Primary::Sentinel(sentinels) => sentinels

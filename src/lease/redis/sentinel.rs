@@ -164,8 +164,7 @@ impl Sentinels {
         let info = ConnectionAddr::Tcp(addr.0.clone(), addr.1)
             .into_connection_info()?
             .set_redis_settings(self.data.clone());
-        let mut connection =
-            Client::open(info)?.get_connection_with_timeout(at_least_1ms(timeout))?;
+        let mut connection = super::connect(&Client::open(info)?, timeout)?;
         let left = at_least_1ms(timeout.saturating_sub(begun.elapsed()));
         connection.set_read_timeout(Some(left))?;
         connection.set_write_timeout(Some(left))?;
@@ -188,7 +187,7 @@ fn ask(
     timeout: Duration,
 ) -> redis::RedisResult<(Option<Addr>, Vec<Addr>)> {
     let begun = Instant::now();
-    let mut connection = client.get_connection_with_timeout(at_least_1ms(timeout))?;
+    let mut connection = super::connect(client, timeout)?;
     let left = at_least_1ms(timeout.saturating_sub(begun.elapsed()));
     connection.set_read_timeout(Some(left))?;
     connection.set_write_timeout(Some(left))?;

@@ -1,0 +1,430 @@
+//! What the types cannot say, checked once they are read: ranges, the
+//! listeners, the token and TLS files, the log filter, node ids against
+//! their layouts, lease terms, and generators that could issue the same
+//! IDs.
+
+use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
+use std::time::SystemTime;
+
+use flakeid::{FieldKind, Layout, node_id};
+
+use crate::quote::quote;
+
+use super::defaults::{MAX_CHUNK_SIZE, MAX_COUNT_LIMIT, MAX_WORKERS};
+use super::layers::{Origins, is_node_key};
+use super::{Config, ConfigError, GeneratorConfig, LeaseTerms, NodeSource};
+
+/// Records errors with the origin of their key.
+struct Checker<'a> {
+    origins: &'a Origins,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl Checker<'_> {
+    fn fail(&mut self, key: &str, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            key: key.to_owned(),
+            origin: self.origins.of(key),
+            message: message.into(),
+        });
+    }
+
+    /// Fails `key` if `value` is outside `range`.
+    fn within<T: PartialOrd + std::fmt::Display>(
+        &mut self,
+        key: &str,
+        value: T,
+        range: RangeInclusive<T>,
+        why: &str,
+    ) {
+        if !range.contains(&value) {
+            let (first, last) = range.into_inner();
+            self.fail(
+                key,
+                format!("{value} is out of range ({first}..={last}{why})"),
+            );
+        }
+    }
+}
+
+/// Checks `config`, resolving each generator's node id. `failed`: the keys
+/// already reported, whose dependents are not checked again.
+pub(super) fn check(
+    config: &mut Config,
+    origins: &Origins,
+    failed: &BTreeSet<String>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let mut c = Checker { origins, errors };
+    server(config, &mut c);
+    for (name, g) in &mut config.generators {
+        if !valid_name(name) {
+            c.fail(
+                &format!("generators.{name}"),
+                "a generator name is 1 to 64 letters, digits, `_` or `-`",
+            );
+            continue;
+        }
+        let node_failed = failed.iter().any(|key| {
+            key.strip_prefix(&format!("generators.{name}."))
+                .is_some_and(|k| k == "layout" || is_node_key(k))
+        });
+        generator(name, g, node_failed, &mut c);
+    }
+    let default = &config.default_generator;
+    if !config.generators.contains_key(default) && !failed.iter().any(|k| k.contains(default)) {
+        let names: Vec<&str> = config.generators.keys().map(String::as_str).collect();
+        c.fail(
+            "default_generator",
+            format!(
+                "{} is not a generator; the configuration has {}",
+                quote(default),
+                names.join(", ")
+            ),
+        );
+    }
+    collisions(config, &mut c);
+}
+
+fn server(config: &mut Config, c: &mut Checker<'_>) {
+    c.within(
+        "max_count",
+        config.max_count,
+        1..=MAX_COUNT_LIMIT,
+        ": a reply holds the IDs in memory",
+    );
+    c.within(
+        "max_stream_count",
+        config.max_stream_count,
+        1..=u64::MAX,
+        "",
+    );
+    c.within("chunk_size", config.chunk_size, 1..=MAX_CHUNK_SIZE, "");
+    if let Some(workers) = config.workers {
+        c.within("workers", workers, 1..=MAX_WORKERS, "");
+    }
+    if let (Some(http), Some(grpc)) = (config.http_addr, config.grpc_addr)
+        && http.port() != 0
+        && http.port() == grpc.port()
+        && (http.ip() == grpc.ip() || http.ip().is_unspecified() || grpc.ip().is_unspecified())
+    {
+        c.fail(
+            "grpc_addr",
+            format!("{grpc} is also http_addr ({http}): give each listener its own port"),
+        );
+    }
+    match (&config.token, &config.token_file) {
+        (Some(_), Some(_)) => c.fail("token_file", "token and token_file are both set; set one"),
+        (None, Some(path)) => match std::fs::read_to_string(path) {
+            Ok(token) => config.token = Some(token.trim().to_owned()),
+            Err(e) => c.fail("token_file", format!("cannot read {}: {e}", path.display())),
+        },
+        _ => {}
+    }
+    if let Some(token) = &config.token
+        && (token.is_empty()
+            || token
+                .chars()
+                .any(|ch| ch.is_whitespace() || ch.is_control()))
+    {
+        let key = if config.token_file.is_some() {
+            "token_file"
+        } else {
+            "token"
+        };
+        c.fail(
+            key,
+            "the token is empty or holds spaces or control characters",
+        );
+    }
+    match (&config.tls_cert, &config.tls_key) {
+        (Some(_), None) => c.fail("tls_key", "tls_cert is set but tls_key is not; set both"),
+        (None, Some(_)) => c.fail("tls_cert", "tls_key is set but tls_cert is not; set both"),
+        _ => {}
+    }
+    if let Err(e) = log_filter(&config.log_level) {
+        c.fail("log_level", e);
+    }
+}
+
+/// A log filter: levels and `target=level` directives, as tracing's
+/// `EnvFilter` reads them. A bare word that is no level is refused, though
+/// `EnvFilter` would read it as a target at every level and so silence
+/// everything else: it is far likelier a misspelled level.
+fn log_filter(filter: &str) -> Result<(), String> {
+    const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+    for directive in filter.split(',').map(str::trim) {
+        if !directive.contains(['=', '['])
+            && !LEVELS.contains(&directive.to_ascii_lowercase().as_str())
+        {
+            return Err(format!(
+                "{} is not a level ({}) nor a directive like `flakeid=debug`",
+                quote(directive),
+                LEVELS.join(", ")
+            ));
+        }
+    }
+    tracing_subscriber::EnvFilter::builder()
+        .parse(filter)
+        .map(drop)
+        .map_err(|e| format!("{} is not a log filter: {e}", quote(filter)))
+}
+
+/// Generator names appear in URLs and metric labels.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn generator(name: &str, g: &mut GeneratorConfig, node_failed: bool, c: &mut Checker<'_>) {
+    let key = |k: &str| format!("generators.{name}.{k}");
+    if g.persist_window.is_some() && g.state_file.is_none() {
+        c.fail(
+            &key("persist_window"),
+            "persist_window is set but state_file is not",
+        );
+    }
+    if node_failed {
+        return;
+    }
+    let Some(node) = &g.node else {
+        c.fail(
+            &key("node_source"),
+            "no node id source: set node_id or node_fields (static), node_env (a variable), \
+             node_source = \"statefulset\", a lease (lease_url for Redis, lease_sentinels and \
+             lease_master for Redis behind Sentinel, lease_endpoints for etcd), or \
+             node_source = \"single\" if this is the only generator of its layout anywhere",
+        );
+        return;
+    };
+    if g.state_file.is_some() && node.lease(name).is_some() {
+        c.fail(
+            &key("state_file"),
+            "a leased node id keeps its high-water mark in the lease store; drop state_file",
+        );
+    }
+    let layout = &g.layout;
+    let max = layout.max_node_id();
+    g.node_id = match node {
+        NodeSource::Static {
+            node_id: Some(_),
+            node_fields: Some(_),
+        } => {
+            c.fail(
+                &key("node_fields"),
+                "node_id and node_fields are both set; set one",
+            );
+            None
+        }
+        NodeSource::Static {
+            node_id: Some(id), ..
+        } if *id > max => {
+            c.fail(
+                &key("node_id"),
+                format!("{id} is out of the layout's node id range (0..={max})"),
+            );
+            None
+        }
+        NodeSource::Static {
+            node_id: Some(id), ..
+        } => Some(*id),
+        NodeSource::Static {
+            node_fields: Some(fields),
+            ..
+        } => node_fields(layout, fields)
+            .map_err(|e| c.fail(&key("node_fields"), e))
+            .ok(),
+        NodeSource::Static { .. } => {
+            c.fail(
+                &key("node_source"),
+                "node_source = \"static\" needs node_id or node_fields",
+            );
+            None
+        }
+        NodeSource::Env { node_env } => node_id::from_env(node_env, layout)
+            .map_err(|e| c.fail(&key("node_env"), e.to_string()))
+            .ok(),
+        NodeSource::Statefulset {} => node_id::from_statefulset(layout)
+            .map_err(|e| c.fail(&key("node_source"), e.to_string()))
+            .ok(),
+        NodeSource::Single {} => Some(0),
+        NodeSource::Etcd { .. } | NodeSource::Redis { .. } | NodeSource::Sentinel { .. } => {
+            lease(name, node, layout, c);
+            None
+        }
+    };
+}
+
+/// The node id of node fields given by name: every node field of the
+/// layout, each within its width.
+fn node_fields(
+    layout: &Layout,
+    fields: &std::collections::BTreeMap<String, u64>,
+) -> Result<u64, String> {
+    let names: Vec<&str> = layout
+        .fields()
+        .iter()
+        .filter(|f| f.kind() == FieldKind::Node)
+        .map(|f| f.name())
+        .collect();
+    let list = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    };
+    if let Some(unknown) = fields.keys().find(|f| !names.contains(&f.as_str())) {
+        return Err(format!(
+            "the layout has no node field {} (its node fields: {list})",
+            quote(unknown)
+        ));
+    }
+    if let Some(unset) = names.iter().find(|n| !fields.contains_key(**n)) {
+        return Err(format!(
+            "{unset} is not set: set every node field of the layout ({list})"
+        ));
+    }
+    layout
+        .node_id_from_fields(fields.iter().map(|(name, value)| (name.as_str(), *value)))
+        .map_err(|e| e.to_string())
+}
+
+/// Sets a lease term back to its default; whether it was set.
+type Reset = fn(&mut LeaseTerms) -> bool;
+
+/// A lease's store keys, and its terms as the library checks them (before
+/// it would contact the store); a term at fault is the one whose default
+/// passes.
+fn lease(name: &str, node: &NodeSource, layout: &Layout, c: &mut Checker<'_>) {
+    let key = |k: &str| format!("generators.{name}.{k}");
+    if let NodeSource::Redis { lease_url, .. } = node
+        && !lease_url.starts_with("redis://")
+        && !lease_url.starts_with("rediss://")
+    {
+        let url = super::mask_password(lease_url);
+        return c.fail(
+            &key("lease_url"),
+            format!("{} is not a redis:// URL", quote(&url)),
+        );
+    }
+    let check = |node: &NodeSource| node.lease(name).map(|l| l.check(layout));
+    let Some(Err(error)) = check(node) else {
+        return;
+    };
+    let defaults: [(&str, Reset); 3] = [
+        ("lease_margin", |t| t.lease_margin.take().is_some()),
+        ("lease_node_ids", |t| t.lease_node_ids.take().is_some()),
+        ("lease_prefix", |t| t.lease_prefix.take().is_some()),
+    ];
+    let at_fault = defaults
+        .into_iter()
+        .find(|(_, reset)| {
+            let mut other = node.clone();
+            other.terms_mut().is_some_and(reset) && matches!(check(&other), Some(Ok(())))
+        })
+        .map_or("lease_ttl", |(key, _)| key);
+    let message = match error {
+        flakeid::LeaseError::Config { reason } => reason,
+        other => other.to_string(),
+    };
+    c.fail(&key(at_fault), message);
+}
+
+/// What a generator can issue, as far as the configuration tells: where
+/// its node fields sit, its node id or lease, its IDs from now on.
+struct Reach {
+    node_mask: u64,
+    node: Node,
+    ids: RangeInclusive<u64>,
+}
+
+enum Node {
+    /// Known now: the node id.
+    Known(u64),
+    /// Leased at start, from these node ids, under this store and prefix.
+    Leased(RangeInclusive<u64>, String),
+}
+
+fn reach(name: &str, g: &GeneratorConfig, now: SystemTime) -> Option<Reach> {
+    let layout = &g.layout;
+    let mask = |kinds: &[FieldKind]| {
+        layout
+            .fields()
+            .iter()
+            .filter(|f| kinds.contains(&f.kind()))
+            .fold(0, |mask, f| mask | f.max() << f.shift())
+    };
+    let source = g.node.as_ref()?;
+    let node = match (g.node_id, source.terms()) {
+        (Some(id), _) => Node::Known(id),
+        (None, Some(terms)) => Node::Leased(
+            terms
+                .lease_node_ids
+                .clone()
+                .unwrap_or(0..=layout.max_node_id()),
+            // The store and the prefix.
+            source.describe(name),
+        ),
+        (None, None) => return None,
+    };
+    let epoch = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(layout.epoch_ms());
+    let first = layout.first_id_at(now.max(epoch)).ok()?.to_u64();
+    let all = [
+        FieldKind::Timestamp,
+        FieldKind::Node,
+        FieldKind::Sequence,
+        FieldKind::ClockId,
+    ];
+    Some(Reach {
+        node_mask: mask(&[FieldKind::Node]),
+        node,
+        ids: first..=mask(&all),
+    })
+}
+
+/// Why `a` and `b` can issue one same ID with one node id, if they can:
+/// their node fields sit in the same bits, their IDs from now on overlap,
+/// and they have, or may lease, the same node id (two leases on one store
+/// under one prefix never hold the same one).
+fn meet(a: &Reach, b: &Reach) -> Option<String> {
+    if a.node_mask != b.node_mask || a.ids.end() < b.ids.start() || b.ids.end() < a.ids.start() {
+        return None;
+    }
+    match (&a.node, &b.node) {
+        (Node::Known(x), Node::Known(y)) => (x == y).then(|| format!("node id {x} on both")),
+        (Node::Known(x), Node::Leased(range, _)) | (Node::Leased(range, _), Node::Known(x)) => {
+            range
+                .contains(x)
+                .then(|| format!("the lease may claim node id {x}"))
+        }
+        (Node::Leased(r1, k1), Node::Leased(r2, k2)) => {
+            (k1 != k2 && r1.start() <= r2.end() && r2.start() <= r1.end())
+                .then(|| "leases on other stores or prefixes may hold the same node id".to_owned())
+        }
+    }
+}
+
+fn collisions(config: &Config, c: &mut Checker<'_>) {
+    let now = SystemTime::now();
+    let reached: Vec<(&String, Reach)> = config
+        .generators
+        .iter()
+        .filter_map(|(name, g)| reach(name, g, now).map(|r| (name, r)))
+        .collect();
+    for (i, (name_b, b)) in reached.iter().enumerate() {
+        for (name_a, a) in &reached[..i] {
+            if let Some(why) = meet(a, b) {
+                c.fail(
+                    &format!("generators.{name_b}"),
+                    format!(
+                        "can issue the same IDs as generators.{name_a} ({why}); give each its \
+                         own node id, or its own lease_node_ids"
+                    ),
+                );
+            }
+        }
+    }
+}
