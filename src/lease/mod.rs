@@ -773,6 +773,30 @@ impl Lease {
         self
     }
 
+    /// Plants a lease bug on purpose, for a test that must catch it
+    /// ([`crate::plant`]; only under `--cfg flakeid_plant`).
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    /// use flakeid::plant::Plant;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let planted = lease.plant(Plant::from_name("deadline-from-answer").ok_or("no such plant")?);
+    /// assert!(format!("{planted:?}").contains("DeadlineFromAnswer"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(flakeid_plant)]
+    #[doc(hidden)]
+    pub fn plant(mut self, plant: crate::plant::Plant) -> Self {
+        self.terms.plant = Some(plant);
+        self
+    }
+
     /// The server, for messages (a Redis password is masked).
     fn server(&self) -> String {
         match &self.store {
@@ -805,8 +829,8 @@ impl Lease {
 #[cfg(any(feature = "etcd", feature = "redis"))]
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lease")
-            .field("server", &self.server())
+        let mut d = f.debug_struct("Lease");
+        d.field("server", &self.server())
             .field("prefix", &self.terms.prefix)
             .field("ttl", &self.terms.ttl)
             .field("safety_margin", &self.terms.margin())
@@ -814,8 +838,10 @@ impl fmt::Debug for Lease {
             .field("node_ids", &self.terms.node_ids)
             .field("rotate_after_rollback", &self.terms.rotate_after)
             .field("max_mark_ahead", &self.terms.max_mark_ahead)
-            .field("wait_for_replicas", &self.replicas)
-            .finish()
+            .field("wait_for_replicas", &self.replicas);
+        #[cfg(flakeid_plant)]
+        d.field("plant", &self.terms.plant);
+        d.finish()
     }
 }
 

@@ -33,6 +33,8 @@ use redis::{
 use self::sentinel::Sentinels;
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
 use crate::LeaseError;
+#[cfg(any(test, flakeid_plant))]
+use crate::plant::Plant;
 
 /// Shared by the scripts: `a < b` for decimal strings without leading zeros.
 const LESS: &str = r"
@@ -211,6 +213,9 @@ pub(crate) struct RedisStore {
     acks: u32,
     /// The epoch rule is on (behind Sentinel).
     epoch: bool,
+    /// A bug planted on purpose (`crate::plant`).
+    #[cfg(any(test, flakeid_plant))]
+    plant: Option<Plant>,
     claim: Script,
     renew: Script,
     release: Script,
@@ -255,6 +260,8 @@ impl RedisStore {
             },
             token,
             acks: config.acks(),
+            #[cfg(any(test, flakeid_plant))]
+            plant: settings.plant,
             claim: Script::new(&format!("{LESS}{EPOCH}{CLAIM}")),
             renew: Script::new(&format!("{LESS}{RENEW}")),
             release: Script::new(&format!("{LESS}{RELEASE}")),
@@ -361,7 +368,7 @@ impl RedisStore {
             .arg(keys.len())
             .arg(keys)
             .arg(args);
-        self.call(what, |c, left| {
+        let (reply, acked) = self.call(what, |c, left| {
             with_script(c, script, |c| {
                 if acks == 0 {
                     return eval.query::<T>(c).map(|reply| (reply, 0));
@@ -390,7 +397,14 @@ impl RedisStore {
                 let acked = redis::from_redis_value::<u32>(acked.extract_error()?)?;
                 Ok((reply, acked))
             })
-        })
+        })?;
+        #[cfg(any(test, flakeid_plant))]
+        let acked = if self.plant == Some(Plant::WaitShortCounted) {
+            acks
+        } else {
+            acked
+        };
+        Ok((reply, acked))
     }
 
     /// Fewer replicas than needed acknowledged `what`: it counts for

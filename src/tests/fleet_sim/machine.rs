@@ -33,20 +33,7 @@ impl Store for SimStore {
             },
             _ => *ask,
         };
-        let mut claimed = self.inner.claim(&ask)?;
-        if let (
-            Defect::ClaimIgnoresMarks,
-            Claimed::Node(claim, _) | Claimed::NodeAfter(claim, _, _),
-        ) = (self.defect, &mut claimed)
-        {
-            claim.mark_ms = 0;
-        }
-        if let (Defect::NoChubbyWait, Claimed::NodeAfter(claim, skipped, _)) =
-            (self.defect, &claimed)
-        {
-            claimed = Claimed::Node(claim.clone(), skipped.clone());
-        }
-        Ok(claimed)
+        self.inner.claim(&ask)
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
@@ -126,8 +113,8 @@ impl Process {
         let generator = build_leased(builder, &fence, |lead| {
             let mut settings = terms.settings(&layout, lead, "memory".into())?;
             settings.wall = WallClock::new(wall.clone());
-            let mut inner = backend.store(&settings);
-            inner.ignore_renewal_acks = defect == Defect::UnackedRenewalExtends;
+            settings.plant = defect.plant();
+            let inner = backend.store(&settings);
             holder = inner.holder();
             backend.set_fault(holder, link);
             let store = SimStore { inner, defect };

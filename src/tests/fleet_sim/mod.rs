@@ -97,13 +97,14 @@
 //!   `max_mark_ahead` (and a tick) ahead of its holder's clock, and no claim
 //!   takes a poisoned node id.
 //!
-//! Five planted defects show that the checks have teeth: a claim that
-//! ignores the mark, renewals that never fail (no fencing), a claim that
-//! takes a node id whatever its mark (however far ahead of the claimer's
-//! clock), a claim that skips the epoch's wait after a failover (no Chubby
-//! wait), and a renewal that counts though no replica acknowledged it (a
-//! deposed primary keeps its holders' fences open): each run must report
-//! the violation.
+//! Planted defects show that the checks have teeth: lease bugs planted at
+//! their spot in the keeper and the store (`crate::plant`: a claim that
+//! ignores the mark, a claim that skips the epoch's wait after a failover,
+//! a `WAIT` short of replicas counted, so a deposed primary keeps its
+//! holders' fences open), and two faults of the store as the keeper sees
+//! it (renewals that never fail, so nobody is fenced; a claim that takes a
+//! node id however far ahead of the claimer's clock its mark is): each run
+//! must report the violation.
 
 mod machine;
 mod sim;
@@ -111,6 +112,7 @@ mod sim;
 use std::time::{Duration, Instant};
 
 use crate::layout::Layout;
+use crate::plant::Plant;
 
 use sim::{FAULTS, REFUSALS, Report, Sim, percentile};
 
@@ -128,26 +130,30 @@ const SEQUENCE_BITS: u32 = 11;
 /// take these node ids, and they must not keep anyone from a node id.
 const POISONED: [(u64, u64); 2] = [(0, 7_258_118_400_000), (1, u64::MAX)];
 
-/// A flaw planted in the store (as seen by the keeper), to show the checker
-/// catches real defects.
+/// A flaw planted to show the checker catches real defects: a lease bug
+/// planted in the lease code itself ([`Plant`]), or one of the store as
+/// the keeper sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Defect {
     None,
-    /// A claim reports no previous mark: the new holder's floor is 0.
-    ClaimIgnoresMarks,
+    /// A lease bug at its spot in the keeper or the store.
+    Plant(Plant),
     /// A renewal that failed or found the claim gone reports success: the
     /// keeper never fences.
     RenewalsNeverFail,
     /// A claim takes a free node id however far ahead its mark (no
     /// `max_mark_ahead` bound).
     ClaimTakesAnyMark,
-    /// A claim the epoch rule makes wait after a failover opens the fence
-    /// at once (no Chubby wait): the holder whose claim the failover lost
-    /// may still be issuing.
-    NoChubbyWait,
-    /// A renewal that too few replicas acknowledged counts (the store's
-    /// `WAIT` ignored): a deposed primary keeps its holders' fences open.
-    UnackedRenewalExtends,
+}
+
+impl Defect {
+    /// The plant to attach to each lease.
+    fn plant(self) -> Option<Plant> {
+        match self {
+            Defect::Plant(plant) => Some(plant),
+            _ => None,
+        }
+    }
 }
 
 /// A simulation's size and pace.
@@ -512,7 +518,7 @@ fn planted(defect: Defect) -> (Config, Report) {
 #[test]
 #[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
 fn the_checker_catches_a_claim_that_ignores_the_mark() {
-    let (config, report) = planted(Defect::ClaimIgnoresMarks);
+    let (config, report) = planted(Defect::Plant(Plant::ClaimIgnoresMark));
     assert!(
         report.overlaps > 0,
         "seed {:#x}: holders whose floor is 0 went unnoticed",
@@ -534,7 +540,7 @@ fn the_checker_catches_a_keeper_that_never_fences() {
 #[test]
 #[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
 fn the_checker_catches_a_claim_that_skips_the_wait_after_a_failover() {
-    let (config, report) = planted(Defect::NoChubbyWait);
+    let (config, report) = planted(Defect::Plant(Plant::EpochWaitSkipped));
     assert!(
         report.lossy_failovers > 0 && report.two_holders > 0,
         "seed {:#x}: holders opened beside the holder whose claim a failover lost",
@@ -545,7 +551,7 @@ fn the_checker_catches_a_claim_that_skips_the_wait_after_a_failover() {
 #[test]
 #[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
 fn the_checker_catches_a_fence_a_deposed_primary_keeps_open() {
-    let (config, report) = planted(Defect::UnackedRenewalExtends);
+    let (config, report) = planted(Defect::Plant(Plant::WaitShortCounted));
     assert!(
         report.two_holders > 0,
         "seed {:#x}: fences kept open by renewals no replica acknowledged went unnoticed",

@@ -25,6 +25,7 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::error::LeaseError;
 use crate::lease::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
+use crate::plant::Plant;
 
 pub(crate) use node::{Last, Recorder, SimNode, build_leased};
 pub(crate) use servers::Servers;
@@ -144,7 +145,7 @@ impl MemoryBackend {
             ttl_ms: u64::try_from(settings.ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
             timeout: settings.connect_timeout,
             connected: None,
-            ignore_renewal_acks: false,
+            plant: settings.plant,
         }
     }
 
@@ -259,8 +260,9 @@ pub(crate) struct MemoryStore {
     /// The server it talks to, resolved through the sentinels when it has
     /// none, and dropped after a failed request.
     connected: Option<usize>,
-    /// A planted bug: a renewal too few replicas acknowledged counts.
-    pub(crate) ignore_renewal_acks: bool,
+    /// A bug planted on purpose: the store's part of
+    /// `Plant::WaitShortCounted` (as the Redis store's).
+    plant: Option<Plant>,
 }
 
 impl MemoryStore {
@@ -359,6 +361,7 @@ impl Store for MemoryStore {
 
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
         let (holder, ttl_ms) = (self.holder, self.ttl_ms);
+        let short_counts = self.plant == Some(Plant::WaitShortCounted);
         self.request("claim a node id", |table, s, now| {
             writable(table, s)?;
             let acks = table.acks;
@@ -418,6 +421,7 @@ impl Store for MemoryStore {
             }
             if acks > 0 {
                 let acked = table.servers.wait(s, acks);
+                let acked = if short_counts { acks } else { acked };
                 if acked < acks {
                     // Given back: it counts for nothing.
                     if let Some(claim) = &claimed {
@@ -435,7 +439,8 @@ impl Store for MemoryStore {
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
-        let (ttl_ms, ignore_acks) = (self.ttl_ms, self.ignore_renewal_acks);
+        let ttl_ms = self.ttl_ms;
+        let short_counts = self.plant == Some(Plant::WaitShortCounted);
         self.request("renew the lease", |table, s, now| {
             let data = &table.servers.all[s].data;
             let Some(key) = data
@@ -461,7 +466,7 @@ impl Store for MemoryStore {
             let acks = table.acks;
             if acks > 0 {
                 let acked = table.servers.wait(s, acks);
-                if acked < acks && !ignore_acks {
+                if acked < acks && !short_counts {
                     return Err(format!("{acked} of {acks} replicas acknowledged"));
                 }
             }
