@@ -255,6 +255,10 @@ pub struct FailoverClaim {
     /// and how long from B's claim to its first ID.
     pub waited: bool,
     pub first_id_after_claim_ms: Option<u64>,
+    /// Runs until the old holder still issued after the new claim (at
+    /// most three: on a loaded machine the failover may take longer than
+    /// the old holder's lease).
+    pub runs: usize,
 }
 
 /// A failover that loses a claim: worker A holds node id 0 with
@@ -262,12 +266,27 @@ pub struct FailoverClaim {
 /// from both replicas, so A's claim never reaches them. Right after one of
 /// A's renewals the primary is paused: Sentinel promotes a replica without
 /// A's claim, and A, its renewals unanswered, issues until its deadline
-/// (0.8 TTL after that renewal: 8 s). Worker B, a Sentinel lease started
-/// after the promotion, claims node id 0 on the new primary. An honest B
-/// waits out the new epoch (one TTL from its start) and issues after A's
-/// deadline; with `epoch-wait-skipped` B issues at once, beside A.
+/// (0.8 TTL after that renewal: 16 s, several failovers long). Worker B,
+/// a Sentinel lease started after the promotion, claims node id 0 on the
+/// new primary. An honest B waits out the new epoch (one TTL from its
+/// start) and issues after A's deadline; with `epoch-wait-skipped` B
+/// issues at once, beside A. Repeated, up to three times, until A still
+/// issued after B's claim.
 pub fn failover_claim(plant: &str, exe: &Path, dir: &Path) -> FailoverClaim {
-    const TTL: Duration = Duration::from_secs(10);
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let mut outcome = failover_claim_once(plant, exe, &dir.join(format!("run{runs}")));
+        outcome.runs = runs;
+        if outcome.old_issued_after_claim || runs == 3 {
+            return outcome;
+        }
+        eprintln!("failover claim, run {runs}: A was fenced before B claimed; again");
+    }
+}
+
+fn failover_claim_once(plant: &str, exe: &Path, dir: &Path) -> FailoverClaim {
+    const TTL: Duration = Duration::from_secs(20);
     let mut cluster = Cluster::start(StoreKind::Redis);
     let mut fleet = Fleet::new(dir, exe);
     let prefix = flakeid_test_servers::unique_prefix("failover-claim");
@@ -321,13 +340,14 @@ pub fn failover_claim(plant: &str, exe: &Path, dir: &Path) -> FailoverClaim {
         cluster.firewall.uncut(old, replica);
     }
     let b = fleet.spawn(&spec(cluster.sentinel_store(), &prefix, TTL, plant));
-    // The verdict: B issued (after its wait, or at once), and A is fenced
-    // (its deadline passed: it issues no more).
+    // The verdict: B issued (after its wait, or at once), and A either
+    // is fenced (its deadline passed: it issues no more) or issued after
+    // B did (both at once).
     expect(
         &mut fleet,
         Duration::from_secs(120),
-        "B issuing and A fenced",
-        |v| v[b].ids > 0 && v[a].fenced,
+        "B issuing, and A fenced or issuing beside it",
+        |v| v[b].ids > 0 && (v[a].fenced || v[a].last_issued_ns > v[b].last_issued_ns),
     );
     cluster.member_mut(primary).resume();
     let vb = fleet.views()[b].clone();
@@ -348,6 +368,7 @@ pub fn failover_claim(plant: &str, exe: &Path, dir: &Path) -> FailoverClaim {
         first_id_after_claim_ms: claimed
             .zip(first)
             .map(|(c, f)| f.saturating_sub(c) / 1_000_000),
+        runs: 0,
     }
 }
 
