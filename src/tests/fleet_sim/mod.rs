@@ -49,7 +49,10 @@
 //! suspended VM (its monotonic clock stops too), the wall clock stepped back
 //! (up to an hour) or forward and later corrected, a partition (this node
 //! cut off from the store), lost replies (requests applied, answers lost),
-//! and store outages (every request fails).
+//! late replies (requests applied, answers arriving up to a TTL later, for
+//! one renewal interval) and then a cut (so the last late renewal's
+//! deadline alone must fence the holder before its claim expires), and
+//! store outages (every request fails).
 //!
 //! The store is Redis behind Sentinel (`MemoryBackend::replicated`): a
 //! primary and two replicas, each applying the primary's writes up to 5 s
@@ -72,10 +75,14 @@
 //!   promises exactly this, and it implies that no ID is issued twice; it
 //!   keeps memory bounded by the number of grants. The short run also keeps
 //!   every ID in a `HashMap`.
-//! - **Fenced**: at no instant are two fences open for one node id, and no
-//!   fence is open for a node id the store does not give to its holder.
-//!   Checked whenever a fence opens (an overlap starts at an opening) and at
-//!   a sweep every ten simulated seconds. A suspended VM is counted apart:
+//! - **Fenced**: at no instant are two fences open for one node id, no
+//!   fence is open for a node id the store does not give to its holder,
+//!   and none is open a TTL less the safety margin (on its holder's
+//!   monotonic clock) after the last request its keeper sent that the
+//!   store applied: a deadline counts from a renewal's sending, however
+//!   late its answer. Checked whenever a fence opens (an overlap starts at
+//!   an opening), at each of its keeper's steps, and at a sweep every ten
+//!   simulated seconds. A suspended VM is counted apart:
 //!   the lease module docs say fencing may end late when the monotonic clock stops
 //!   (uniqueness still holds, and is checked). So is a fence whose claim a
 //!   failover lost, within a TTL of the change: the store no longer gives
@@ -346,8 +353,9 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
          min {lmin:.4}, p1 {lp1:.4}, median {lmedian:.4}\n\
          \x20 healthy attempts refused: {refused}\n\
          \x20 violations: duplicates {dups}, overlapping ranges {overlaps}, not increasing {inc}, \
-         two open fences {two}, open fence not the store's holder {unheld}; \
-         exempt (suspended VM): two open {two_s}, not held {unheld_s}; exempt (failover): \
+         two open fences {two}, open fence not the store's holder {unheld}, open past its \
+         deadline {past}; exempt (suspended VM): two open {two_s}, not held {unheld_s}, past \
+         the deadline {past_s}; exempt (failover): \
          not held within a TTL of it {unheld_f}, below a lost mark with a clock off: \
          overlaps {overlaps_lost}, duplicates {dups_lost}",
         seed = config.seed,
@@ -383,6 +391,8 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
         unheld = report.open_unheld,
         two_s = report.two_holders_suspended,
         unheld_s = report.open_unheld_suspended,
+        past = report.open_past_deadline,
+        past_s = report.open_past_deadline_suspended,
         unheld_f = report.open_unheld_failover,
         overlaps_lost = report.overlaps_lost_mark,
         dups_lost = report.duplicates_lost_mark,
@@ -522,6 +532,17 @@ fn the_checker_catches_a_claim_that_ignores_the_mark() {
     assert!(
         report.overlaps > 0,
         "seed {:#x}: holders whose floor is 0 went unnoticed",
+        config.seed
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
+fn the_checker_catches_a_deadline_counted_from_the_answer() {
+    let (config, report) = planted(Defect::Plant(Plant::DeadlineFromAnswer));
+    assert!(
+        report.faults[8] > 0 && report.open_past_deadline > 0 && report.open_unheld > 0,
+        "seed {:#x}: fences open past their deadlines after late answers went unnoticed",
         config.seed
     );
 }

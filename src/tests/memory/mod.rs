@@ -2,7 +2,8 @@
 //! simulation: the claim, renew and release rules of the etcd and Redis
 //! backends over data that every keeper made from a [`MemoryBackend`]
 //! shares, with node keys expiring by the store's own (injected) clock and
-//! faults on demand: an outage, a holder cut off, answers lost or late.
+//! faults on demand: an outage, a holder cut off, answers lost or late
+//! (by a controlled amount, on the holder's own clock).
 //!
 //! The store is one server, or (`MemoryBackend::replicated`) Redis behind
 //! Sentinel: a primary and replicas with asynchronous replication
@@ -40,6 +41,11 @@ pub(crate) enum Fault {
     /// Requests are applied but their answers are lost: each fails as
     /// unreachable although the store did what it asked.
     RepliesLost,
+    /// A link going bad: the next request is applied at once and its
+    /// answer arrives this much later (the holder's clock,
+    /// [`MemoryBackend::set_clock`], moves on by it before the answer is
+    /// returned); from then on the link is cut ([`Fault::Cut`]).
+    LateThenCut(Duration),
 }
 
 /// A node key: who holds the node id, until when (store milliseconds).
@@ -54,8 +60,8 @@ pub(crate) struct NodeKey {
     pub(crate) expires_ms: u64,
 }
 
-/// Run with the store's lock released, as a request is answered.
-type Hook = Arc<dyn Fn() + Send + Sync>;
+/// Moves a holder's clock on by the time given: how long its answer took.
+type HolderClock = Arc<dyn Fn(Duration) + Send + Sync>;
 
 struct Table {
     clock: Arc<dyn Clock>,
@@ -66,10 +72,13 @@ struct Table {
     epoch_rule: bool,
     down: bool,
     faults: HashMap<u64, Fault>,
-    hooks: HashMap<u64, Hook>,
+    clocks: HashMap<u64, HolderClock>,
     next_holder: u64,
     next_handle: i64,
     requests: u64,
+    /// Per holder: the store's time when its last request reached a server
+    /// and was applied.
+    applied: HashMap<u64, u64>,
 }
 
 impl Table {
@@ -85,10 +94,6 @@ pub(crate) struct MemoryBackend {
     table: Arc<Mutex<Table>>,
 }
 
-#[allow(
-    dead_code,
-    reason = "the fleet simulation's API; not every test uses all of it"
-)]
 impl MemoryBackend {
     /// An empty store on one server whose node keys expire by `clock` (the
     /// simulation's true time, say a [`ManualClock`]).
@@ -121,10 +126,11 @@ impl MemoryBackend {
                 epoch_rule,
                 down: false,
                 faults: HashMap::new(),
-                hooks: HashMap::new(),
+                clocks: HashMap::new(),
                 next_holder: 1,
                 next_handle: 1,
                 requests: 0,
+                applied: HashMap::new(),
             })),
         }
     }
@@ -149,11 +155,6 @@ impl MemoryBackend {
         }
     }
 
-    /// The store's clock.
-    pub(crate) fn now_ms(&self) -> u64 {
-        self.table().clock.now_ms()
-    }
-
     /// An outage: while `down`, every request of every holder fails as
     /// unreachable and changes nothing.
     pub(crate) fn set_down(&self, down: bool) {
@@ -169,15 +170,15 @@ impl MemoryBackend {
         };
     }
 
-    /// Runs `hook` each time a request of `holder` has been applied, before
-    /// its answer is returned (`None`: no more): moving that holder's clocks
-    /// in it makes an answer arrive late.
-    pub(crate) fn on_answer(&self, holder: u64, hook: Option<Hook>) {
-        let mut table = self.table();
-        match hook {
-            Some(hook) => table.hooks.insert(holder, hook),
-            None => table.hooks.remove(&holder),
-        };
+    /// How `holder`'s clock moves while an answer to it is late
+    /// ([`Fault::LateThenCut`]): `advance` is called with the delay, with the
+    /// store's lock released, before the answer is returned.
+    pub(crate) fn set_clock(
+        &self,
+        holder: u64,
+        advance: impl Fn(Duration) + Send + Sync + 'static,
+    ) {
+        self.table().clocks.insert(holder, Arc::new(advance));
     }
 
     /// Writes a node id's mark on the named primary, as an operator (or a
@@ -222,23 +223,16 @@ impl MemoryBackend {
         })
     }
 
-    /// The node ids held now on the named primary, with their keys, by the
-    /// store's clock.
-    pub(crate) fn held(&self) -> Vec<(u64, NodeKey)> {
-        let table = self.table();
-        let now = table.clock.now_ms();
-        table
-            .named()
-            .nodes
-            .iter()
-            .filter(|(_, key)| key.expires_ms > now)
-            .map(|(node, key)| (*node, *key))
-            .collect()
-    }
-
     /// Requests that reached the store so far.
     pub(crate) fn requests(&self) -> u64 {
         self.table().requests
+    }
+
+    /// The store's time when the last request of `holder` reached a server
+    /// and was applied: no renewal or claim of it was sent later, so its
+    /// fence must close within a TTL less the margin of this.
+    pub(crate) fn last_applied(&self, holder: u64) -> Option<u64> {
+        self.table().applied.get(&holder).copied()
     }
 
     /// Drives the servers (a failover, a partition): `f` gets them with
@@ -281,7 +275,7 @@ impl MemoryStore {
         what: &str,
         apply: impl FnOnce(&mut Table, usize, u64) -> Result<T, String>,
     ) -> Result<T, LeaseError> {
-        let (answer, hook) = {
+        let (answer, late) = {
             let mut table = self.backend.table();
             let fault = table.faults.get(&self.holder).copied();
             if table.down || fault == Some(Fault::Cut) {
@@ -298,6 +292,7 @@ impl MemoryStore {
                 self.connected = None;
                 return Err(self.unreachable(what, "no answer"));
             }
+            table.applied.insert(self.holder, now);
             self.connected = Some(server);
             if new && table.epoch_rule {
                 touch_epoch(&mut table, server, now);
@@ -306,15 +301,19 @@ impl MemoryStore {
             if answer.is_err() {
                 self.connected = None;
             }
-            let hook = table.hooks.get(&self.holder).cloned();
-            if fault == Some(Fault::RepliesLost) {
-                (None, hook)
-            } else {
-                (Some(answer), hook)
+            match fault {
+                Some(Fault::RepliesLost) => (None, None),
+                Some(Fault::LateThenCut(by)) => {
+                    table.faults.insert(self.holder, Fault::Cut);
+                    let clock = table.clocks.get(&self.holder).cloned();
+                    let clock = clock.expect("a late answer needs the holder's clock (set_clock)");
+                    (Some(answer), Some((clock, by)))
+                }
+                _ => (Some(answer), None),
             }
         };
-        if let Some(hook) = hook {
-            hook();
+        if let Some((clock, by)) = late {
+            clock(by);
         }
         match answer {
             Some(Ok(answer)) => Ok(answer),
