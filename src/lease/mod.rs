@@ -251,14 +251,18 @@
 //!   which of its writes a replica has, so flakeid relies on `WAIT`.)
 //! - **The epoch** (the Chubby rule): a primary new to the lease data (a
 //!   promoted replica, a restarted primary) starts an epoch once it serves
-//!   with its replicas online, and a claim in an epoch's first TTL waits
-//!   out the rest of it before its generator issues
+//!   with its replicas online, and a claim in an epoch's first stretch
+//!   waits out the rest of it before its generator issues
 //!   ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)), its fence closed
-//!   and its claim renewed. By then the lease of any holder an earlier
-//!   primary acknowledged has lapsed, whether its claim was lost or not. The
-//!   wait runs on the new primary's clock and then the claimer's monotonic
-//!   clock, the old holder's deadline on its own: only their rate error
-//!   remains, which the safety margin absorbs.
+//!   and its claim renewed. The stretch is the longest TTL in use under the
+//!   prefix: each claim and renewal records its TTL (`<prefix>:ttls`), and a
+//!   new epoch waits out the longest of the TTLs recorded within twice their
+//!   length and the TTL of the claimer that starts it (a claimer with a
+//!   longer TTL waits out its own). By then the lease of any holder an
+//!   earlier primary acknowledged has lapsed, whether its claim was lost or
+//!   not. The wait runs on the new primary's clock and then the claimer's
+//!   monotonic clock, the old holder's deadline on its own: only their rate
+//!   error remains, which the safety margin absorbs.
 //!
 //! What it costs and assumes:
 //!
@@ -284,6 +288,17 @@
 //!   allowance (2 s at the defaults). Sentinel promotes the freshest replica
 //!   it reaches, which has every write `WAIT` confirmed: marks are lost only
 //!   when that replica is out of reach too.
+//! - Generators under one prefix may use different TTLs (a change of TTL
+//!   rolled out over a running fleet): the epoch waits out the longest in
+//!   use, and for twice its length after its last use. (Refusing a TTL
+//!   other than the prefix's would stop such a rollout: new generators could
+//!   not start while old ones hold node ids.) The cost is one more write per
+//!   claim and renewal (the record, in the same script). What the record
+//!   misses is a TTL whose every claim and renewal the failover lost (a
+//!   generator with a TTL longer than every other in use, built less than
+//!   the replication lag before the failover): the epoch then waits out a
+//!   shorter TTL than its lease. Keep one TTL per prefix, or raise it while
+//!   the deployment is healthy.
 //! - Redis 4 or later (replication ids), scripts allowed to call `INFO` and
 //!   `TIME` (the default).
 //!
