@@ -19,6 +19,10 @@ use flakeid_test_servers::{
     Member, Resp, ScratchDir, free_port_at, loopback_block, redis_command, unique_prefix,
 };
 
+#[cfg(flakeid_plant)]
+#[path = "lease_support/plant.rs"]
+mod plant;
+
 /// The name the sentinels monitor the primary under.
 const MASTER: &str = "flakeid";
 /// A primary that answers nothing for this long is down, and fails over.
@@ -563,18 +567,35 @@ fn after_a_failover_generators_issue_again_within_a_ttl_and_a_second() {
     assert_no_overlap(&lapsed_ids);
 }
 
-/// A claim the failover lost: `a` claims node 0 on the primary while its
-/// replica is paused (nothing asks the replica to acknowledge), then the
-/// primary is paused and the replica promoted without the claim. `b` claims
-/// node 0 on the promoted replica at once, but issues only after the
-/// longest lease the old primary could have granted: after `a`'s fence
-/// closed, with no millisecond of node 0 issued by both.
+/// A claim the failover lost, under mixed TTLs: `a` (TTL 12 s) claims node
+/// 0 on the primary while its replica is paused (nothing asks the replica
+/// to acknowledge), then the primary is paused and the replica promoted
+/// without the claim. `b` (TTL 2 s) claims node 0 on the promoted replica
+/// at once, but issues only after the longest lease the old primary could
+/// have granted (12 s: `c`, another holder with a's TTL, left it in the
+/// record of TTLs in use before the replica was cut off): after `a`'s
+/// fence closed, with no millisecond of node 0 issued by both.
 #[test]
 fn a_claim_lost_in_a_failover_is_waited_out() {
+    claim_lost_in_a_failover(&|lease| lease);
+}
+
+/// [`a_claim_lost_in_a_failover_is_waited_out`], each lease tweaked by
+/// `tweak` (a planted bug, in the plant build).
+fn claim_lost_in_a_failover(tweak: &dyn Fn(Lease) -> Lease) {
     let _serial = one_at_a_time();
-    let ttl = Duration::from_secs(6);
+    // a's fence closes up to 9.6 s after the primary stops; b, claiming a
+    // few seconds after that, would open within it had it waited out its
+    // own TTL only.
+    let (ttl, b_ttl) = (Duration::from_secs(12), Duration::from_secs(2));
     let mut d = Deployment::start(1);
     let prefix = unique_prefix("lost");
+    // `c`, with a's TTL, claims node 1 behind Sentinel: the record of the
+    // TTLs in use under the prefix, on the replica too, has it.
+    let c = Generator::builder(Layout::twitter())
+        .lease(tweak(d.lease(&prefix, ttl).node_ids(1..=1)))
+        .build()
+        .unwrap();
     // The replica stops reading, and the primary drops it: what it sends
     // from now on never reaches the replica (a paused replica alone would
     // read what its kernel kept for it when it resumes).
@@ -585,14 +606,17 @@ fn a_claim_lost_in_a_failover_is_waited_out() {
     );
     assert!(matches!(dropped, Some(Resp::Int(1))), "{dropped:?}");
     // On the primary alone, so it never asks the sentinels again.
-    let a = Issuer::build(
+    let a = Issuer::build(tweak(
         Lease::redis(d.url(0))
             .prefix(&prefix)
             .ttl(ttl)
             .node_ids(0..=0),
-    )
+    ))
     .unwrap();
     wait_for("a issuing", ttl, || (a.count() > 10).then_some(()));
+    // Gone before the failover, so that b is the first to reach the new
+    // primary (c's keeper would start its epoch with c's TTL).
+    drop(c);
     d.nodes[0].pause();
     let a_cut = Instant::now();
     d.nodes[1].resume();
@@ -600,27 +624,32 @@ fn a_claim_lost_in_a_failover_is_waited_out() {
         d.is_primary(1).then(Instant::now)
     });
     let b_built = Instant::now();
-    let b = Issuer::build(
-        d.lease(&prefix, ttl)
+    let b = Issuer::build(tweak(
+        d.lease(&prefix, b_ttl)
             .wait_for_replicas(0) // the old primary is paused: no replica
             .node_ids(0..=0),
-    )
+    ))
     .unwrap();
     assert_eq!(b.claimed(), 0, "a's claim was lost");
-    let (claimed, wait) = b.event(wait_ms).expect("b waits");
-    // The epoch began after b set out (its first request), by the new
-    // primary's clock; the claim's wait runs to a TTL after that.
-    assert!(
-        wait + (claimed - b_built) + Duration::from_millis(2) >= ttl,
-        "b waited {wait:?}, {:?} after it set out",
-        claimed - b_built
-    );
-    let b_first = wait_for("b issuing", 3 * ttl, || b.issued_after(claimed));
+    let b_first = wait_for("b issuing", 3 * ttl, || b.issued_after(b_built));
     let (a_fenced, _) = wait_for("a fenced", 2 * ttl, || {
         a.event(|e| matches!(e, Event::Fenced { .. }).then_some(()))
     });
     let a_ids = a.stop();
     let (a_last, _) = *a_ids.last().unwrap();
+    assert!(
+        promoted < a_last,
+        "a stopped issuing before the promotion: the test shows nothing"
+    );
+    assert!(
+        a_last < b_first,
+        "a issued {:?} after b began: two holders of node 0 at once",
+        a_last - b_first
+    );
+    d.nodes[0].resume();
+    let waited = b.event(wait_ms);
+    assert_no_overlap(&[a_ids, b.stop()]);
+    let (claimed, wait) = waited.expect("b waits");
     println!(
         "a cut off; promoted {:?} later; a's last ID {:?} after the cut, its keeper saw the \
          fence closed {:?} after it; b claimed {:?} after the promotion, waited {wait:?}",
@@ -629,17 +658,18 @@ fn a_claim_lost_in_a_failover_is_waited_out() {
         a_fenced - a_cut,
         claimed - promoted
     );
+    // The epoch began after b set out (its first request), by the new
+    // primary's clock; the claim's wait runs to the longest TTL in use
+    // (a's and c's, not b's own) after that.
     assert!(
-        promoted < a_last,
-        "a stopped issuing before the promotion: the test shows nothing"
+        wait + (claimed - b_built) + Duration::from_millis(2) >= ttl,
+        "b waited {wait:?}, {:?} after it set out",
+        claimed - b_built
     );
-    assert!(a_last < b_first, "a issued after b began");
     assert!(
         b_first >= b_built + wait,
         "b issued before its wait was out"
     );
-    d.nodes[0].resume();
-    assert_no_overlap(&[a_ids, b.stop()]);
 }
 
 /// The old primary, resumed after a failover and still a primary for a
@@ -648,29 +678,36 @@ fn a_claim_lost_in_a_failover_is_waited_out() {
 /// its address) is fenced at its deadline and stays fenced.
 #[test]
 fn a_deposed_primary_extends_no_fence() {
+    deposed_primary(&|lease| lease);
+}
+
+/// [`a_deposed_primary_extends_no_fence`], each lease tweaked by `tweak`
+/// (a planted bug, in the plant build).
+fn deposed_primary(tweak: &dyn Fn(Lease) -> Lease) {
     let _serial = one_at_a_time();
     let mut d = Deployment::start(1);
     let prefix = unique_prefix("deposed");
-    let a = Issuer::build(
+    let a = Issuer::build(tweak(
         Lease::redis(d.url(0))
             .prefix(&prefix)
             .ttl(TTL)
             .wait_for_replicas(1),
-    )
+    ))
     .unwrap();
     wait_for("a issuing", TTL, || (a.count() > 10).then_some(()));
     let (_, paused, promoted) = d.fail_over(0);
     d.nodes[0].resume();
     let resumed = Instant::now();
     assert!(d.is_primary(0), "the old primary was demoted at once");
-    let (fenced, _) = wait_for("a fenced", 2 * TTL, || {
-        a.event(|e| matches!(e, Event::Fenced { .. }).then_some(()))
-    });
     let demoted = wait_for("the old primary demoted", Duration::from_secs(40), || {
         (!d.is_primary(0) && d.replication(0).is_some()).then(Instant::now)
     });
+    // Demoted, it refuses every write: the fence closes within a TTL, if
+    // it had not.
+    let (fenced, _) = wait_for("a fenced", 2 * TTL, || {
+        a.event(|e| matches!(e, Event::Fenced { .. }).then_some(()))
+    });
     let reopened = a.event(|e| matches!(e, Event::LeaseReopened { .. }).then_some(()));
-    assert!(reopened.is_none(), "the old primary reopened a's fence");
     let a_ids = a.stop();
     let (a_last, _) = *a_ids.last().unwrap();
     println!(
@@ -689,4 +726,42 @@ fn a_deposed_primary_extends_no_fence() {
         "a issued {:?} after the pause: the old primary extended its fence",
         a_last - paused
     );
+    assert!(reopened.is_none(), "the old primary reopened a's fence");
+    assert!(
+        fenced < resumed + TTL,
+        "a's keeper saw its fence closed {:?} after the old primary resumed",
+        fenced - resumed
+    );
+}
+
+/// The scenarios above with lease bugs planted (`--cfg flakeid_plant`):
+/// each must fail, naming what broke.
+#[cfg(flakeid_plant)]
+mod plants {
+    use super::*;
+    use plant::{fails_naming, planted};
+
+    #[test]
+    fn epoch_wait_skipped() {
+        let tweak = planted("epoch-wait-skipped");
+        fails_naming("two holders of node 0 at once", || {
+            claim_lost_in_a_failover(&tweak);
+        });
+    }
+
+    #[test]
+    fn epoch_own_ttl() {
+        let tweak = planted("epoch-own-ttl");
+        fails_naming("two holders of node 0 at once", || {
+            claim_lost_in_a_failover(&tweak);
+        });
+    }
+
+    #[test]
+    fn wait_short_counted() {
+        let tweak = planted("wait-short-counted");
+        fails_naming("the old primary extended its fence", || {
+            deposed_primary(&tweak);
+        });
+    }
 }
