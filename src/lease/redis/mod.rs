@@ -35,7 +35,7 @@ use redis::{
 
 use self::sentinel::Sentinels;
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
-use crate::LeaseError;
+use crate::error::LeaseError;
 #[cfg(any(test, flakeid_plant))]
 use crate::plant::Plant;
 

@@ -527,9 +527,9 @@ mod tests {
     use std::ops::RangeInclusive;
 
     use super::*;
-    use crate::GenerateError;
     use crate::clock::ManualClock;
     use crate::error::BuildError;
+    use crate::error::GenerateError;
     use crate::layout::Layout;
     use crate::lease::Terms;
 
