@@ -15,6 +15,7 @@
 //! | [`ClaimIgnoresMark`](Plant::ClaimIgnoresMark) | the keeper's claim, its floor | a new holder issues only after the previous holder's mark |
 //! | [`WaitShortCounted`](Plant::WaitShortCounted) | the Redis store's `WAIT` count (and the memory store's) | a claim or renewal counts only once enough replicas acknowledged it |
 //! | [`EtcdMarkUnguarded`](Plant::EtcdMarkUnguarded) | the etcd store's renewal, raising the mark | a renewal raises the mark only if it is still at this holder's last write |
+//! | [`EpochOwnTtl`](Plant::EpochOwnTtl) | the Redis store's record of TTLs in use (and the memory store's) | a new epoch waits out the longest TTL in use under the prefix, not only the claimer's |
 //!
 //! The crate's keeper rig and fleet simulation (`src/tests/`), the lease
 //! integration tests (`tests/lease_*.rs`, in the plant build) and the fault
@@ -60,17 +61,23 @@ pub enum Plant {
     /// at this holder's last write: a renewal etcd applies late (a hedged
     /// copy, a retried attempt) lowers it.
     EtcdMarkUnguarded,
+    /// A new epoch (after a Redis failover) waits out the claimer's own TTL
+    /// only: the TTLs in use under the prefix are neither recorded nor
+    /// read, so a holder with a longer TTL, whose claim the failover lost,
+    /// may still issue when the claim's wait is over.
+    EpochOwnTtl,
 }
 
 impl Plant {
     /// Every plant.
-    pub const ALL: [Plant; 6] = [
+    pub const ALL: [Plant; 7] = [
         Plant::DeadlineFromAnswer,
         Plant::LateAnswerReopens,
         Plant::EpochWaitSkipped,
         Plant::ClaimIgnoresMark,
         Plant::WaitShortCounted,
         Plant::EtcdMarkUnguarded,
+        Plant::EpochOwnTtl,
     ];
 
     /// The plant's kebab-case name (`deadline-from-answer`).
@@ -90,6 +97,7 @@ impl Plant {
             Plant::ClaimIgnoresMark => "claim-ignores-mark",
             Plant::WaitShortCounted => "wait-short-counted",
             Plant::EtcdMarkUnguarded => "etcd-mark-unguarded",
+            Plant::EpochOwnTtl => "epoch-own-ttl",
         }
     }
 

@@ -14,6 +14,9 @@ use std::time::Duration;
 pub struct HoldingProxy {
     addr: SocketAddr,
     holding: Arc<AtomicBool>,
+    /// How many times the test asked for what is held to be delivered
+    /// while the hold goes on.
+    deliveries: Arc<AtomicU64>,
     /// Bytes from the client to the server so far.
     sent: Arc<AtomicU64>,
     /// Held bytes delivered after a hold ended, on connections still open.
@@ -27,12 +30,13 @@ impl HoldingProxy {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let holding = Arc::new(AtomicBool::new(false));
+        let deliveries = Arc::new(AtomicU64::new(0));
         let sent = Arc::new(AtomicU64::new(0));
         let late = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         {
             let (holding, sent, stop) = (holding.clone(), sent.clone(), stop.clone());
-            let late = late.clone();
+            let (late, deliveries) = (late.clone(), deliveries.clone());
             thread::spawn(move || {
                 while !stop.load(Ordering::Acquire) {
                     let Ok((client, _)) = listener.accept() else {
@@ -51,13 +55,20 @@ impl HoldingProxy {
                         sent.clone(),
                         stop.clone(),
                     );
-                    answer(server, client, holding.clone(), late.clone(), stop.clone());
+                    let hold = Hold {
+                        holding: holding.clone(),
+                        deliveries: deliveries.clone(),
+                        late: late.clone(),
+                        stop: stop.clone(),
+                    };
+                    answer(server, client, hold);
                 }
             });
         }
         HoldingProxy {
             addr,
             holding,
+            deliveries,
             sent,
             late,
             stop,
@@ -72,6 +83,12 @@ impl HoldingProxy {
     /// and forwards again.
     pub fn hold(&self, holding: bool) {
         self.holding.store(holding, Ordering::Release);
+    }
+
+    /// Delivers what is held now (answers the server has sent), and goes on
+    /// holding what comes after: one late answer, and none after it.
+    pub fn deliver_held(&self) {
+        self.deliveries.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Bytes the client has sent to the server so far.
@@ -117,15 +134,25 @@ fn forward(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>, stop: 
     });
 }
 
-/// Server to client: kept back while holding, then delivered in order.
-fn answer(
-    mut from: TcpStream,
-    mut to: TcpStream,
+/// What an answering thread shares with the proxy.
+struct Hold {
     holding: Arc<AtomicBool>,
+    deliveries: Arc<AtomicU64>,
     late: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
-) {
+}
+
+/// Server to client: kept back while holding, then delivered in order (or
+/// when a delivery is asked for during the hold).
+fn answer(mut from: TcpStream, mut to: TcpStream, hold: Hold) {
+    let Hold {
+        holding,
+        deliveries,
+        late,
+        stop,
+    } = hold;
     thread::spawn(move || {
+        let mut delivered = deliveries.load(Ordering::Acquire);
         // Short reads, so that what was held goes out soon after the hold
         // ends even if the server says nothing more.
         let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
@@ -134,19 +161,22 @@ fn answer(
         let mut kept = false;
         let mut buf = [0u8; 16 * 1024];
         while !stop.load(Ordering::Acquire) {
-            if !held.is_empty() {
-                if holding.load(Ordering::Acquire) {
-                    kept = true;
-                } else {
-                    if to.write_all(&held).is_err() {
-                        break;
-                    }
-                    if kept {
-                        late.fetch_add(held.len() as u64, Ordering::AcqRel);
-                    }
-                    held.clear();
-                    kept = false;
+            let asked = deliveries.load(Ordering::Acquire);
+            if held.is_empty() {
+                // A delivery is of what is held when it is asked for.
+                delivered = asked;
+            } else if holding.load(Ordering::Acquire) && asked == delivered {
+                kept = true;
+            } else {
+                delivered = asked;
+                if to.write_all(&held).is_err() {
+                    break;
                 }
+                if kept {
+                    late.fetch_add(held.len() as u64, Ordering::AcqRel);
+                }
+                held.clear();
+                kept = false;
             }
             match from.read(&mut buf) {
                 Ok(0) => break,

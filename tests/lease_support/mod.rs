@@ -1,11 +1,13 @@
-//! The scenarios both lease backends must pass, run by `lease_etcd.rs` and
-//! `lease_redis.rs` against real servers from the `flakeid-test-servers`
+//! The scenarios both lease backends must pass, run by `lease.rs` (a
+//! module per store) against real servers from the `flakeid-test-servers`
 //! crate (`tests/servers/`).
 //!
 //! Each test binary uses the part for its backend only.
 #![allow(dead_code)]
 
 mod hold;
+#[cfg(flakeid_plant)]
+mod plant;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,6 +24,8 @@ use flakeid::{
 };
 pub use flakeid_test_servers::{Impostor, Kind, Proxy, Server, free_port, unique_prefix, url_at};
 pub use hold::HoldingProxy;
+#[cfg(flakeid_plant)]
+pub use plant::{fails_naming, planted};
 
 /// The TTL the tests run with: short, so fencing and expiry take a second.
 pub const TTL: Duration = Duration::from_secs(1);
@@ -1166,6 +1170,7 @@ impl Heard {
         if !matches!(
             event,
             Event::LeaseClaimed { .. }
+                | Event::LeaseExtended { .. }
                 | Event::LeaseRenewalFailed { .. }
                 | Event::Fenced { .. }
                 | Event::LeaseReopened { .. }
@@ -1258,6 +1263,163 @@ fn is_renewal_failure(e: &Event) -> bool {
     matches!(e, Event::LeaseRenewalFailed { .. })
 }
 
+fn is_extension(e: &Event) -> bool {
+    matches!(e, Event::LeaseExtended { .. })
+}
+
+/// What a test does to each lease it builds: nothing, or (in the plant
+/// build) plant a bug the test must catch.
+pub type Tweak<'a> = &'a dyn Fn(Lease) -> Lease;
+
+/// No tweak.
+pub fn honest(lease: Lease) -> Lease {
+    lease
+}
+
+/// A renewal answered late, then no more answers: the generator must stop
+/// issuing a TTL less the margin after the renewal was *sent* (the time
+/// the lease's `LeaseExtended` event reports; not after its answer), and
+/// the test must see a keeper that counts from the answer. `Err` says what
+/// broke.
+///
+/// A proxy holds the store's replies from just after the build (before
+/// the first renewal, a third of the TTL after the claim). Once the first
+/// renewal's request has reached the store, the proxy holds its answer
+/// for `LATE` (less than the claim's deadline is away), delivers it, and
+/// holds every later one: the renewal extends the lease from its sending,
+/// and nothing extends it after. The test thread then calls `try_next_id`
+/// without pause, noting when each call began, until well past where a
+/// deadline counted from the answer would fall: a call that began at or
+/// after the deadline (plus 5 ms for the fence's TSC against `Instant`)
+/// must not return an ID.
+///
+/// Waited for, not timed: a run where the answer did not come back late
+/// (the keeper gave up on it first, or the renewal came when the claim's
+/// deadline was too near), or where no call began between the two
+/// deadlines (the test thread was not scheduled), shows nothing; it runs
+/// again, up to five times.
+pub fn deadline_counts_from_sending(server: &Server, tweak: Tweak) -> Result<(), String> {
+    const LATE_TTL: Duration = Duration::from_secs(3);
+    const LATE_MARGIN: Duration = Duration::from_millis(600);
+    const LATE: Duration = Duration::from_millis(800);
+    const WITHIN: Duration = Duration::from_secs(30);
+    const SLACK: Duration = Duration::from_millis(5);
+    for run in 1..=5 {
+        let prefix = unique_prefix("deadline");
+        let proxy = HoldingProxy::new(server.addr());
+        let heard = Heard::open();
+        let hook = heard.clone();
+        let g = Generator::builder(Layout::twitter())
+            .lease(tweak(
+                lease_at(server.kind, proxy.addr(), &prefix)
+                    .node_ids(0..=0)
+                    .ttl(LATE_TTL)
+                    .safety_margin(LATE_MARGIN),
+            ))
+            .on_event(move |e: &Event| hook.hear(e))
+            .build()
+            .unwrap();
+        proxy.hold(true);
+        let before = proxy.sent();
+        wait_until(WITHIN, "the first renewal's request", || {
+            proxy.sent() > before
+        });
+        thread::sleep(LATE);
+        proxy.deliver_held();
+        let renewed = heard.wait_for(WITHIN, "the renewal's end", |e| {
+            e.iter()
+                .any(|e| matches!(e, Event::LeaseExtended { claim: false, .. }))
+                || e.iter().any(|e| is_renewal_failure(e) || is_fenced(e))
+        });
+        let late = renewed.iter().find_map(|e| match e {
+            Event::LeaseExtended {
+                claim: false,
+                sent,
+                answered,
+                ..
+            } if *answered - *sent >= LATE => Some((*sent, *answered)),
+            _ => None,
+        });
+        let Some((sent, answered)) = late else {
+            eprintln!("deadline, run {run}: no late answer extended the lease: {renewed:?}");
+            continue;
+        };
+        let deadline = sent + (LATE_TTL - LATE_MARGIN);
+        let from_answer = answered + (LATE_TTL - LATE_MARGIN);
+        let (mut between, mut issued_late) = (0, None);
+        loop {
+            let began = Instant::now();
+            if began > from_answer + Duration::from_millis(50) {
+                break;
+            }
+            let id = g.try_next_id();
+            let past = began.saturating_duration_since(deadline);
+            if began >= deadline + SLACK && began + SLACK < from_answer {
+                between += 1;
+            }
+            match id {
+                Ok(_) if past >= SLACK => {
+                    issued_late.get_or_insert(past);
+                }
+                Ok(_)
+                | Err(GenerateError::Fenced)
+                | Err(GenerateError::SequenceExhausted { .. }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let extended = heard
+            .events()
+            .iter()
+            .filter(|e| matches!(e, Event::LeaseExtended { claim: false, .. }))
+            .count();
+        if extended != 1 {
+            eprintln!("deadline, run {run}: {extended} renewals extended the lease, not 1");
+            continue;
+        }
+        if let Some(past) = issued_late {
+            return Err(format!(
+                "issued {past:?} after the deadline of a renewal answered {:?} late",
+                answered - sent
+            ));
+        }
+        if between == 0 {
+            eprintln!("deadline, run {run}: no call began between the two deadlines");
+            continue;
+        }
+        return Ok(());
+    }
+    panic!("in 5 runs no renewal answered late was followed by a call past its deadline");
+}
+
+/// A holder whose clock runs 2 s ahead issues under node id 0 and gives it
+/// back (its mark: the exact last millisecond it issued); the next holder
+/// of node id 0, on the real clock, must issue only after that mark, so
+/// above every ID of its predecessor. `Err` says what broke.
+pub fn successor_starts_after_the_mark(server: &Server, tweak: Tweak) -> Result<(), String> {
+    let prefix = unique_prefix("successor");
+    let ahead = ManualClock::new(wall_ms() + 2_000);
+    let a = Generator::builder(Layout::twitter())
+        .clock(ahead)
+        .lease(tweak(server.lease(&prefix).node_ids(0..=0)))
+        .build()
+        .unwrap();
+    let last_a = (0..100).map(|_| a.next_id()).max().unwrap();
+    drop(a);
+    let b = build(tweak(server.lease(&prefix).node_ids(0..=0))).unwrap();
+    let first_b = b.next_id();
+    if first_b <= last_a {
+        let layout = Layout::twitter();
+        let (a_ms, b_ms) = (
+            layout.decode(last_a).unwrap().unix_ms(),
+            layout.decode(first_b).unwrap().unix_ms(),
+        );
+        return Err(format!(
+            "the next holder issued at {b_ms} ms, below its predecessor's last ID at {a_ms} ms"
+        ));
+    }
+    Ok(())
+}
+
 /// A renewal the store applied but whose answer came back after the
 /// fence's deadline, on a fence that no generator call had closed (nobody
 /// called between the deadline and the answer, so the deadline is still
@@ -1278,7 +1440,7 @@ fn is_renewal_failure(e: &Event) -> bool {
 /// waiting), which checks the same fence by the other path, and the
 /// scenario runs again, up to five times, until a late answer reached the
 /// keeper.
-pub fn late_renewal(server: &Server) {
+pub fn late_renewal(server: &Server, tweak: Tweak) {
     const LATE_TTL: Duration = Duration::from_secs(3);
     const WITHIN: Duration = Duration::from_secs(60);
     let mut late_answers = 0;
@@ -1291,12 +1453,12 @@ pub fn late_renewal(server: &Server) {
         let hook = heard.clone();
         let asked = Instant::now();
         let g = Generator::builder(Layout::twitter())
-            .lease(
+            .lease(tweak(
                 lease_at(server.kind, proxy.addr(), &prefix)
                     .node_ids(0..=0)
                     .ttl(LATE_TTL)
                     .safety_margin(LATE_TTL / 2),
-            )
+            ))
             .on_event(move |e: &Event| hook.hear(e))
             .build()
             .unwrap();
@@ -1325,7 +1487,11 @@ pub fn late_renewal(server: &Server) {
         thread::sleep(release_at.saturating_duration_since(Instant::now()));
         let before_release = heard.events().len();
         proxy.hold(false);
-        let events = heard.wait_for(WITHIN, "Fenced", |e| e.iter().any(is_fenced));
+        // The keeper gives the lease up, or (a bug the test must catch)
+        // takes the late answer as an extension.
+        let events = heard.wait_for(WITHIN, "Fenced", |e| {
+            e.iter().any(is_fenced) || e[before_release..].iter().any(is_extension)
+        });
 
         // The keeper is held at Fenced: the generator as the lapse left it.
         assert_eq!(
@@ -1361,7 +1527,10 @@ pub fn late_renewal(server: &Server) {
         wait_until(WITHIN, "an ID after the fresh claim", || {
             g.try_next_id().is_ok()
         });
-        let changes: Vec<&Event> = events.iter().filter(|e| !is_renewal_failure(e)).collect();
+        let changes: Vec<&Event> = events
+            .iter()
+            .filter(|e| !is_renewal_failure(e) && !is_extension(e))
+            .collect();
         assert!(
             matches!(
                 changes[..],

@@ -62,7 +62,7 @@ use tokio::runtime::Runtime;
 
 use self::members::{Attempt, Failure, KeepAlive, Members, Spread, Start, classify, connect};
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
-use crate::LeaseError;
+use crate::error::LeaseError;
 #[cfg(any(test, flakeid_plant))]
 use crate::plant::Plant;
 

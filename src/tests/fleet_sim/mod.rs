@@ -27,7 +27,7 @@
 //! nor run 10^5 node-hours in minutes. And a new dependency needs a reason the
 //! in-process store does not leave. What this does not cover: the wire
 //! encodings of the claim (the Lua script, the etcd transaction), which the
-//! `lease_etcd` and `lease_redis` tests run against real servers, and
+//! `lease` tests (`tests/lease.rs`) run against real servers, and
 //! interleavings of generator threads with the keeper, which the loom models
 //! check.
 //!

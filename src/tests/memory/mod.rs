@@ -30,7 +30,7 @@ use crate::plant::Plant;
 
 pub(crate) use node::{Last, Recorder, SimNode, build_leased};
 pub(crate) use servers::Servers;
-use servers::Write;
+use servers::{Epoch, Write};
 
 /// What goes wrong between one holder and the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,10 +194,12 @@ impl MemoryBackend {
     pub(crate) fn set_epoch(&self, since_ms: u64) {
         let mut table = self.table();
         let named = table.servers.named;
-        let replid = table.servers.all[named].replid;
-        table
-            .servers
-            .write(named, since_ms, Write::Epoch((replid, since_ms)));
+        let epoch = Epoch {
+            replid: table.servers.all[named].replid,
+            since: since_ms,
+            longest: 0,
+        };
+        table.servers.write(named, since_ms, Write::Epoch(epoch));
     }
 
     /// A node id's mark on the named primary (`None`: never written).
@@ -295,7 +297,9 @@ impl MemoryStore {
             table.applied.insert(self.holder, now);
             self.connected = Some(server);
             if new && table.epoch_rule {
-                touch_epoch(&mut table, server, now);
+                // As the Redis store's touch: a primary that cannot start
+                // one yet is left to the claim.
+                let _ = start_epoch(&mut table, server, now, self.ttl_ms, self.plant);
             }
             let answer = apply(&mut table, server, now);
             if answer.is_err() {
@@ -331,17 +335,56 @@ impl MemoryStore {
     }
 }
 
-/// As the Redis store does on reaching a primary: starts its epoch if it
-/// is new to the data and has its replicas.
-fn touch_epoch(table: &mut Table, s: usize, now: u64) {
+/// As the Redis store's epoch rule does on a primary: starts its epoch if
+/// it is new to the data and has its replicas (`Err` if it has not),
+/// waiting out the longest of `ttl_ms` and every TTL the record shows in
+/// use within twice that TTL (the record ignored with
+/// `Plant::EpochOwnTtl`); returns how long a claim now waits.
+fn start_epoch(
+    table: &mut Table,
+    s: usize,
+    now: u64,
+    ttl_ms: u64,
+    plant: Option<Plant>,
+) -> Result<u64, String> {
     let server = &table.servers.all[s];
-    let current = server
-        .data
-        .epoch
-        .is_some_and(|(replid, _)| replid == server.replid);
-    if server.follows.is_none() && !current && table.servers.online(s) >= table.acks {
-        let replid = server.replid;
-        table.servers.write(s, now, Write::Epoch((replid, now)));
+    match server.data.epoch {
+        Some(epoch) if epoch.replid == server.replid => {
+            let longest = ttl_ms.max(epoch.longest);
+            return Ok(epoch.since.saturating_add(longest).saturating_sub(now));
+        }
+        _ => {}
+    }
+    let (online, acks) = (table.servers.online(s), table.acks);
+    if server.follows.is_some() || online < acks {
+        return Err(format!(
+            "FLAKEID_REPLICAS {online} of {acks} replicas online"
+        ));
+    }
+    let mut longest = ttl_ms;
+    if plant != Some(Plant::EpochOwnTtl) {
+        for (&ttl, &till) in &server.data.ttls {
+            if ttl > longest && till.saturating_add(ttl) > now {
+                longest = ttl;
+            }
+        }
+    }
+    let epoch = Epoch {
+        replid: server.replid,
+        since: now,
+        longest,
+    };
+    table.servers.write(s, now, Write::Epoch(epoch));
+    Ok(longest)
+}
+
+/// Notes a claim's or renewal's TTL in the record, as the Redis scripts do
+/// behind Sentinel.
+fn note_ttl(table: &mut Table, s: usize, now: u64, ttl_ms: u64, plant: Option<Plant>) {
+    if table.epoch_rule && plant != Some(Plant::EpochOwnTtl) {
+        table
+            .servers
+            .write(s, now, Write::Ttl(ttl_ms, now.saturating_add(ttl_ms)));
     }
 }
 
@@ -359,31 +402,15 @@ impl Store for MemoryStore {
     }
 
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
-        let (holder, ttl_ms) = (self.holder, self.ttl_ms);
-        let short_counts = self.plant == Some(Plant::WaitShortCounted);
+        let (holder, ttl_ms, plant) = (self.holder, self.ttl_ms, self.plant);
+        let short_counts = plant == Some(Plant::WaitShortCounted);
         self.request("claim a node id", |table, s, now| {
             writable(table, s)?;
             let acks = table.acks;
-            let mut wait_ms = 0;
-            if table.epoch_rule {
-                let server = &table.servers.all[s];
-                match server.data.epoch {
-                    Some((replid, since)) if replid == server.replid => {
-                        wait_ms = since.saturating_add(ttl_ms).saturating_sub(now);
-                    }
-                    _ => {
-                        let online = table.servers.online(s);
-                        if online < acks {
-                            return Err(format!(
-                                "FLAKEID_REPLICAS {online} of {acks} replicas online"
-                            ));
-                        }
-                        let replid = server.replid;
-                        table.servers.write(s, now, Write::Epoch((replid, now)));
-                        wait_ms = ttl_ms;
-                    }
-                }
-            }
+            let wait_ms = match table.epoch_rule {
+                true => start_epoch(table, s, now, ttl_ms, plant)?,
+                false => 0,
+            };
             let mut skipped = Skipped::default();
             let mut claimed = None;
             for node in ask.first..=ask.last {
@@ -410,6 +437,7 @@ impl Store for MemoryStore {
                 table.servers.write(s, now, Write::Node(node, Some(key)));
                 let ceiling_ms = mark_ms.max(ask.ceiling_ms);
                 table.servers.write(s, now, Write::Mark(node, ceiling_ms));
+                note_ttl(table, s, now, ttl_ms, plant);
                 claimed = Some(Claim {
                     node,
                     mark_ms,
@@ -438,8 +466,8 @@ impl Store for MemoryStore {
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
-        let ttl_ms = self.ttl_ms;
-        let short_counts = self.plant == Some(Plant::WaitShortCounted);
+        let (ttl_ms, plant) = (self.ttl_ms, self.plant);
+        let short_counts = plant == Some(Plant::WaitShortCounted);
         self.request("renew the lease", |table, s, now| {
             let data = &table.servers.all[s].data;
             let Some(key) = data
@@ -457,6 +485,7 @@ impl Store for MemoryStore {
             table
                 .servers
                 .write(s, now, Write::Node(claim.node, Some(key)));
+            note_ttl(table, s, now, ttl_ms, plant);
             if mark < ceiling_ms {
                 table
                     .servers
@@ -495,11 +524,12 @@ impl Store for MemoryStore {
 
 mod tests {
     use std::collections::HashSet;
+    use std::ops::RangeInclusive;
 
     use super::*;
-    use crate::GenerateError;
     use crate::clock::ManualClock;
     use crate::error::BuildError;
+    use crate::error::GenerateError;
     use crate::layout::Layout;
     use crate::lease::Terms;
 
@@ -732,6 +762,83 @@ mod tests {
         }
         assert!(a_open_until.is_some(), "a was open after the failover");
         assert_eq!(b.open_node(), Some(0), "b opened after the TTL");
+    }
+
+    /// Mixed TTLs under one prefix: `c` (TTL 3 s, node id 1) has run long
+    /// enough for the lagging replica to have the record of its TTL; `a`
+    /// (TTL 3 s, node id 0) claims, and a failover to that replica loses
+    /// the claim, `a` cut off. `b` (TTL 1 s) claims node id 0 on the new primary: its
+    /// epoch must wait out 3 s, not 1 s, so that `a`'s fence has closed
+    /// before `b`'s opens. `Err` says what broke.
+    fn mixed_ttls_after_a_lost_claim(plant: Option<Plant>) -> Result<(), String> {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::replicated(store_clock.clone(), &[0, 5_000], 1);
+        backend.set_epoch(T - 3_600_000);
+        let terms = |ttl_s: u64, nodes: RangeInclusive<u64>| Leasing {
+            backend: backend.clone(),
+            terms: Terms {
+                ttl: Duration::from_secs(ttl_s),
+                node_ids: Some(nodes),
+                connect_timeout: Duration::from_millis(100),
+                plant,
+                ..Terms::default()
+            },
+        };
+        let mut c = node(&terms(3, 1..=1), T).unwrap();
+        run_for(&store_clock, &mut [&mut c], Duration::from_secs(6));
+        let mut a = node(&terms(3, 0..=0), store_clock.now_ms()).unwrap();
+        run_for(
+            &store_clock,
+            &mut [&mut a, &mut c],
+            Duration::from_millis(500),
+        );
+        // The primary stops, with `a` cut off from everything; `c` is gone.
+        // `b` is the first to reach the new primary (had `a` or `c` reached
+        // it first, the epoch would wait out their TTL anyway).
+        c.crash();
+        backend.set_fault(a.holder(), Some(Fault::Cut));
+        backend.servers(|servers, _| {
+            servers.all[0].paused = true;
+            servers.promote(2);
+        });
+        if backend.holder_of(0).is_some() {
+            return Err("the failover kept a's claim: the test shows nothing".into());
+        }
+        let mut b = node(&terms(1, 0..=0), store_clock.now_ms()).unwrap();
+        let (mut a_open, mut b_open) = (false, false);
+        for _ in 0..100 {
+            run_for(
+                &store_clock,
+                &mut [&mut a, &mut b],
+                Duration::from_millis(50),
+            );
+            a_open |= a.open_node() == Some(0);
+            b_open |= b.open_node() == Some(0);
+            if a.open_node() == Some(0) && b.open_node() == Some(0) {
+                return Err(format!(
+                    "two fences open for node 0, {} ms after the failover",
+                    store_clock.now_ms() - T - 6_500
+                ));
+            }
+        }
+        match (a_open, b_open) {
+            (true, true) => Ok(()),
+            _ => Err(format!(
+                "a open after the failover: {a_open}; b opened: {b_open}"
+            )),
+        }
+    }
+
+    #[test]
+    fn a_new_epoch_waits_out_the_longest_ttl_in_use() {
+        assert_eq!(mixed_ttls_after_a_lost_claim(None), Ok(()));
+        let planted = mixed_ttls_after_a_lost_claim(Some(Plant::EpochOwnTtl));
+        assert!(
+            planted
+                .as_ref()
+                .is_err_and(|e| e.starts_with("two fences open")),
+            "an epoch that waits the claimer's TTL only went unnoticed: {planted:?}"
+        );
     }
 
     /// A primary deposed by a failover that answers again, without its
