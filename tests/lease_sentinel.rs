@@ -62,6 +62,12 @@ struct Deployment {
 
 impl Deployment {
     fn start(replicas: usize) -> Deployment {
+        Deployment::start_with(replicas, 0)
+    }
+
+    /// With `repl-diskless-sync-delay` at `sync_delay_s` (the lease docs
+    /// advise 0; Redis 7's default is 5).
+    fn start_with(replicas: usize, sync_delay_s: u32) -> Deployment {
         let addrs = loopback_block();
         let data = 1 + replicas;
         assert!(data + 3 <= addrs.len());
@@ -76,13 +82,13 @@ impl Deployment {
             let name = format!("redis-{i}");
             let path = dir.0.join(&name);
             std::fs::create_dir_all(&path).unwrap();
-            // A full resync starts at once (`repl-diskless-sync-delay 0`,
-            // as the lease docs advise): a promoted primary's epoch starts
-            // only once it has a replica online.
+            // With `repl-diskless-sync-delay 0` a full resync starts at
+            // once: a promoted primary's epoch starts only once it has a
+            // replica online.
             let mut conf = format!(
                 "port {}\nbind {addr}\nbind-source-addr {addr}\nreplica-announce-ip {addr}\n\
                  dir {}\nappendonly yes\nappendfsync always\nsave \"\"\nprotected-mode no\n\
-                 repl-diskless-sync-delay 0\n",
+                 repl-diskless-sync-delay {sync_delay_s}\n",
                 ports[i],
                 path.display(),
                 addr = addrs[i],
@@ -607,6 +613,58 @@ fn after_each_failover_generators_issue_again_within_a_ttl_and_a_second() {
     );
     let issued: Vec<_> = issuers.into_iter().map(Issuer::stop).collect();
     assert_no_overlap(&issued);
+}
+
+/// What `repl-diskless-sync-delay` costs (a measurement, not a check):
+/// a primary and two replicas, one of them paused, the primary killed; the
+/// other replica is promoted with no replica online, so its epoch cannot
+/// start until the killed primary, restarted at once, rejoins it as a
+/// replica, which takes a full resync. Four generators (TTL 3 s) are back
+/// a TTL after that; printed for a delay of 5 s (Redis 7's default) and 0.
+#[test]
+#[ignore = "a measurement: cargo test --test lease_sentinel -- --ignored --nocapture"]
+fn measure_what_a_full_resync_costs() {
+    let _serial = one_at_a_time();
+    for sync_delay_s in [5, 0] {
+        let mut d = Deployment::start_with(2, sync_delay_s);
+        let prefix = unique_prefix("resync");
+        let issuers: Vec<Issuer> = (0..4)
+            .map(|_| Issuer::build(d.lease(&prefix, TTL)).unwrap())
+            .collect();
+        wait_for("every generator issuing", 4 * TTL, || {
+            issuers.iter().all(|i| i.count() > 0).then_some(())
+        });
+        let switched = watch(&d, "+switch-master");
+        d.nodes[2].pause();
+        let failed = Instant::now();
+        d.nodes[0].kill();
+        let switch = wait_for("+switch-master", Duration::from_secs(30), || {
+            switched.lock().unwrap().iter().min().copied()
+        });
+        d.nodes[0].spawn();
+        let online = wait_for("a replica online", Duration::from_secs(60), || {
+            let info = d.replication(1)?;
+            info.contains("state=online").then(Instant::now)
+        });
+        let back: Vec<Duration> = issuers
+            .iter()
+            .map(|i| {
+                let (at, _) = wait_for("back", Duration::from_secs(60), || {
+                    i.back_after(failed, switch)
+                });
+                at.saturating_duration_since(switch)
+            })
+            .collect();
+        println!(
+            "repl-diskless-sync-delay {sync_delay_s}: +switch-master {:?} after the kill; the \
+             new primary's first replica online {:?} after the switch; generators back after \
+             the switch: {back:?}",
+            switch - failed,
+            online.saturating_duration_since(switch)
+        );
+        d.nodes[2].resume();
+        drop(issuers);
+    }
 }
 
 /// A claim the failover lost, under mixed TTLs: `a` (TTL 12 s) claims node
