@@ -279,16 +279,17 @@
 //! - A holder whose claim reached the promoted replica keeps its node id,
 //!   and its fence stays open if a renewal reaches the new primary before its
 //!   deadline. One that lapsed claims again and waits out the epoch, which
-//!   starts once the new primary has a replica online: with the settings
-//!   above it issues again within a TTL and a second of the failover's end
+//!   starts once the new primary has a replica online. When the other
+//!   replica follows the new primary at once (a partial resync, the usual
+//!   case), it issues again within a TTL and a second of the failover's end
 //!   (Sentinel's `+switch-master`; the lease finds the promoted replica
 //!   among the replicas a sentinel lists before the sentinels name it).
-//!   A replica that must copy the new primary's data in full (one ahead of
-//!   the promoted replica, or the old primary rejoining) comes online only
-//!   after `repl-diskless-sync-delay` and the copy: Redis 7's default of
-//!   5 s puts that much more between the failover and the generators'
-//!   return. So do generators built in that TTL, and the first ones under a
-//!   prefix on a fresh deployment
+//!   When the new primary's first replica must copy its data in full (the
+//!   other replica out of reach or ahead of the promoted one, so the old
+//!   primary rejoining is the first), the generators wait for that too,
+//!   and the copy starts only after `repl-diskless-sync-delay`: Redis 7's
+//!   default of 5 s adds that much, hence 0 above. So do generators built
+//!   in that TTL, and the first ones under a prefix on a fresh deployment
 //!   ([`build`](crate::Builder::build) returns with the fence closed;
 //!   `next_id` waits, `try_next_id` answers
 //!   [`Fenced`](crate::GenerateError::Fenced)).
