@@ -439,8 +439,11 @@ enum Renewal {
     /// Renewed; the mark's revision after it.
     Renewed(i64),
     /// The node key is not this holder's any more, or its etcd lease
-    /// expired.
-    Lost,
+    /// expired; with the mark's revision after this attempt if it raised
+    /// the mark first (the lease revoked between the mark's transaction and
+    /// the keep-alive): the mark is still this holder's, and a take-back
+    /// must expect that revision, not the one before.
+    Lost(Option<i64>),
 }
 
 /// A renewal's write of the mark: raised to `ceiling_ms` while `node_key`
@@ -477,12 +480,12 @@ async fn renew_on(start: Start, raise: Raise) -> Attempt<Renewal> {
     };
     let answer = async {
         let Some(revision) = raise_mark(&mut client, raise).await? else {
-            return Ok((None, Renewal::Lost));
+            return Ok((None, Renewal::Lost(None)));
         };
         let (keep_alive, alive) = keep_alive_on(&mut client, keep_alive, lease).await?;
         Ok(match alive {
             true => (keep_alive, Renewal::Renewed(revision)),
-            false => (None, Renewal::Lost),
+            false => (None, Renewal::Lost(Some(revision))),
         })
     }
     .await;
@@ -706,8 +709,9 @@ impl Store for EtcdStore {
                 self.mark_revisions.insert(handle, revision);
                 Ok(true)
             }
-            Ok(Renewal::Lost) => {
+            Ok(Renewal::Lost(raised)) => {
                 self.members.forget(lease);
+                let revision = raised.unwrap_or(revision);
                 match self.take_back(claim.node, ceiling_ms, revision) {
                     Some((lease, revision)) => {
                         self.leases.insert(handle, lease);
@@ -847,6 +851,71 @@ mod tests {
             ));
         }
         Ok(())
+    }
+
+    /// A leader resumed from a pause revokes a live lease
+    /// (etcd-io/etcd#15247) between a renewal's mark transaction and its
+    /// keep-alive: the renewal raised the mark, then found its lease gone.
+    /// Taking the node id back must expect the mark's revision that renewal
+    /// left (which `renew` now passes on), not the one before it, which
+    /// would refuse the holder its own mark and fence it.
+    #[test]
+    fn a_take_back_after_a_revocation_expects_the_last_mark_written() {
+        use crate::layout::Layout;
+        use crate::lease::Terms;
+        use crate::lease::keeper::Store;
+        use flakeid_test_servers::{Kind, Server};
+        let server = Server::start(Kind::Etcd);
+        let prefix = flakeid_test_servers::unique_prefix("take-back");
+        let settings = Terms {
+            ttl: Duration::from_secs(3),
+            node_ids: Some(0..=0),
+            ..Terms::default()
+        }
+        .settings(&Layout::twitter(), Duration::ZERO, "etcd".into())
+        .unwrap();
+        let mut store =
+            EtcdStore::new(vec![server.url()], &prefix, &settings, "token".into()).unwrap();
+        store.set_timeout(Duration::from_secs(5));
+        let ask = Ask {
+            first: 0,
+            last: 0,
+            fresh_before_ms: None,
+            usable_until_ms: u64::MAX,
+            ceiling_ms: 100,
+        };
+        let Ok(Claimed::Node(claim, _)) = store.claim(&ask) else {
+            panic!("no claim");
+        };
+        let claimed = store.mark_revisions[&claim.handle];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let raised = runtime.block_on(async {
+            let mut c = Client::connect([server.url()], None).await.unwrap();
+            let raise = Raise {
+                lease: claim.handle,
+                node_key: store.node_key(0),
+                mark_key: store.mark_key(0),
+                ceiling_ms: 200,
+                revision: claimed,
+                unguarded: false,
+            };
+            let raised = raise_mark(&mut c, raise).await.unwrap().unwrap();
+            c.lease_revoke(claim.handle).await.unwrap();
+            raised
+        });
+        assert!(raised > claimed);
+        assert_eq!(
+            store.take_back(0, 250, claimed),
+            None,
+            "the revision before the renewal's own write is refused"
+        );
+        assert!(
+            store.take_back(0, 250, raised).is_some(),
+            "the renewal's own last write is this holder's mark"
+        );
     }
 
     #[test]
