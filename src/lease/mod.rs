@@ -206,12 +206,12 @@
 //! limit goes to the next member too, and the first answer counts; claims
 //! and releases go to one member at a time. So with one member paused,
 //! killed or cut off, the leader included, the other two keep answering
-//! renewals and builds. Measured (the repository's
-//! `benches/results/lease.md`, `--pre-vote`): in a 30-minute fault run no
-//! member fault fenced every generator, and 4 of its 207 (a leader paused,
-//! killed or cut off) fenced one generator for 1.9 to 4.3 s while the
-//! others issued, for a cause not yet known. With quorum lost, generators
-//! fence at their deadline and issue again within a second of its return. Without `--pre-vote`, a member that rejoins after
+//! renewals and builds. Measured in a 30-minute fault run
+//! (`--pre-vote`; the repository's `benches/results/lease.md` says on
+//! which code): no member fault fenced every generator, and 4 of its 207
+//! (a leader paused, killed or cut off) fenced one generator for 1.9 to
+//! 4.3 s while the others issued. With quorum lost, generators fence at
+//! their deadline and issue again within a second of its return. Without `--pre-vote`, a member that rejoins after
 //! being cut off forces an election, and for up to about 2 s no member
 //! can renew anything: generators then fence for that long.
 //!
