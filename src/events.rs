@@ -46,7 +46,7 @@
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{LeaseError, StateError};
 
@@ -110,6 +110,29 @@ pub enum Event {
         /// How long from the claim until the generator may issue.
         wait: Duration,
     },
+    /// The store acknowledged a claim (`claim`) or a renewal of the node
+    /// id's lease, and the generator's deadline under it now counts from
+    /// `sent`: it issues under `node_id` only before `sent` plus the TTL
+    /// less the safety margin, unless a later acknowledgement moves that.
+    /// A renewal counts (and is reported) only if its answer came before
+    /// the deadline in force; a claim starts a fresh grant (its generator
+    /// may wait before issuing: [`Event::LeaseWaiting`]).
+    ///
+    /// The instants are the raw facts, read on the keeper thread right
+    /// before the request and right after its answer, on the clock
+    /// [`Instant`] reads (the fence itself times the deadline on the TSC
+    /// where it is reliable, `Instant` otherwise): a checker can compute
+    /// each deadline itself without trusting the keeper's arithmetic.
+    LeaseExtended {
+        /// The node id held.
+        node_id: u64,
+        /// A claim (`false`: a renewal of the claim held).
+        claim: bool,
+        /// When the request was sent.
+        sent: Instant,
+        /// When its answer arrived.
+        answered: Instant,
+    },
     /// After a fence, a fresh claim reopened the generator.
     LeaseReopened {
         /// The node id claimed (perhaps another than before).
@@ -156,6 +179,17 @@ impl fmt::Display for Event {
             Event::LeaseWaiting { node_id, wait } => {
                 write!(f, "claimed node id {node_id}, issuing after {wait:?}")
             }
+            Event::LeaseExtended {
+                node_id,
+                claim,
+                sent,
+                answered,
+            } => write!(
+                f,
+                "{} of node id {node_id} acknowledged {:?} after it was sent",
+                if *claim { "claim" } else { "renewal" },
+                answered.saturating_duration_since(*sent)
+            ),
             Event::LeaseReopened { node_id } => write!(f, "reopened with node id {node_id}"),
             Event::LeaseRotated { from, to } => {
                 write!(f, "rotated from node id {from} to node id {to}")
@@ -238,8 +272,8 @@ impl fmt::Debug for Events {
 /// A hook that writes each event as a `tracing` event (feature `tracing`),
 /// target `flakeid`: warnings for a clock behind, a failed renewal, a fence,
 /// a failed save and dropped IDs; info for lease claims, reopenings and
-/// rotations and a recovered save; debug for waits, borrowed ticks and
-/// clock-id steps.
+/// rotations and a recovered save; debug for waits, borrowed ticks,
+/// clock-id steps and acknowledged claims and renewals.
 ///
 /// ```
 /// use flakeid::{Generator, Layout, events::Tracing};
@@ -278,6 +312,7 @@ impl EventHook for Tracing {
             Event::LeaseWaiting { node_id, wait } => {
                 info!(target: "flakeid", node_id, wait_ms = wait.as_millis() as u64, "{event}");
             }
+            Event::LeaseExtended { node_id, .. } => debug!(target: "flakeid", node_id, "{event}"),
             Event::LeaseRotated { to, .. } => info!(target: "flakeid", node_id = to, "{event}"),
             Event::LeaseRenewalFailed { node_id, .. } | Event::Fenced { node_id } => {
                 warn!(target: "flakeid", node_id, "{event}");
@@ -295,7 +330,7 @@ impl EventHook for Tracing {
 ///
 /// | metric | kind | labels |
 /// |---|---|---|
-/// | `flakeid_events_total` | counter | `event`: `clock_behind`, `waited`, `tick_borrowed`, `clock_id_stepped`, `lease_claimed`, `lease_waiting`, `lease_renewal_failed`, `fenced`, `lease_reopened`, `lease_rotated`, `save_failed`, `save_recovered`, `ids_dropped` |
+/// | `flakeid_events_total` | counter | `event`: `clock_behind`, `waited`, `tick_borrowed`, `clock_id_stepped`, `lease_claimed`, `lease_waiting`, `lease_extended`, `lease_renewal_failed`, `fenced`, `lease_reopened`, `lease_rotated`, `save_failed`, `save_recovered`, `ids_dropped` |
 /// | `flakeid_clock_behind_seconds` | histogram | |
 /// | `flakeid_wait_seconds` | histogram | |
 /// | `flakeid_ids_dropped_total` | counter | |
@@ -341,6 +376,7 @@ impl EventHook for Metrics {
                 }
             }
             Event::LeaseWaiting { .. } => "lease_waiting",
+            Event::LeaseExtended { .. } => "lease_extended",
             Event::LeaseRenewalFailed { .. } => "lease_renewal_failed",
             Event::Fenced { .. } => "fenced",
             Event::LeaseRotated { to, .. } => {

@@ -213,6 +213,13 @@ pub mod lease;
 pub mod loom_hooks;
 pub mod node_id;
 pub mod persist;
+// Lease bugs planted on purpose, for the tests that must catch them; never
+// in a user's build.
+#[cfg(flakeid_plant)]
+#[doc(hidden)]
+pub mod plant;
+#[cfg(all(test, not(flakeid_plant)))]
+mod plant;
 mod primitive;
 #[cfg(feature = "public-ids")]
 mod public_id;

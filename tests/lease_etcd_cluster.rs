@@ -15,6 +15,12 @@
 //! above the expected times. `measure_fenced_time_per_fault` (ignored)
 //! measures the fenced time of many faults of each kind and prints a table.
 
+// Only `Heard` and `wait_until` of it: the scenarios are `lease.rs`'s.
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "this binary uses only Heard and wait_until"
+)]
 mod lease_support;
 
 use std::net::{SocketAddr, TcpStream};

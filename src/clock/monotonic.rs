@@ -730,10 +730,10 @@ mod tests {
     fn a_lagging_core_is_no_step_back_for_a_generator() {
         let (clock, mock, _wall) = mocked();
         mock.increment(Duration::from_millis(500));
-        let generator = crate::Generator::builder(crate::Layout::twitter())
+        let generator = crate::generator::Generator::builder(crate::layout::Layout::twitter())
             .single_node()
             .clock(clock)
-            .on_clock_behind(crate::OnClockBehind::Error)
+            .on_clock_behind(crate::generator::OnClockBehind::Error)
             .build()
             .unwrap();
         let first = generator.try_next_id().unwrap();
@@ -801,8 +801,8 @@ mod tests {
         let clock = process.cached_clock().expect("a refresh thread");
         // Sonyflake's 10 ms ticks: a cached reading that named the state's
         // tick would continue it on the fast path.
-        let layout = crate::Layout::sonyflake();
-        let generator = crate::Generator::builder(layout.clone())
+        let layout = crate::layout::Layout::sonyflake();
+        let generator = crate::generator::Generator::builder(layout.clone())
             .node_id(1)
             .clock(clock.clone())
             .build()
@@ -860,8 +860,8 @@ mod tests {
             Duration::from_secs(3_600),
             true,
         );
-        let layout = crate::Layout::twitter();
-        let generator = crate::Generator::builder(layout.clone())
+        let layout = crate::layout::Layout::twitter();
+        let generator = crate::generator::Generator::builder(layout.clone())
             .single_node()
             .clock(clock.clone())
             .build()
@@ -887,7 +887,7 @@ mod tests {
                         per_tick.push((tick(id), 1));
                     }
                 },
-                Err(crate::GenerateError::SequenceExhausted { .. }) => {
+                Err(crate::error::GenerateError::SequenceExhausted { .. }) => {
                     mock.increment(Duration::from_micros(700));
                 }
                 Err(e) => panic!("{e}"),

@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn resting_names_no_tick_of_any_layout() {
         let layout = |bits, unit_ms| {
-            crate::Layout::builder()
+            crate::layout::Layout::builder()
                 .epoch_ms(0)
                 .unit_ms(unit_ms)
                 .timestamp_bits(bits)

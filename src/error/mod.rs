@@ -21,10 +21,11 @@ mod tests {
     use std::error::Error;
 
     use super::*;
-    #[cfg(feature = "public-ids")]
-    use crate::PublicIdError;
+    use crate::id::{ConvertIdError, ParseIdError};
     use crate::layout::{FieldError, LayoutError};
-    use crate::{ConvertIdError, NodeIdError, ParseIdError};
+    use crate::node_id::NodeIdError;
+    #[cfg(feature = "public-ids")]
+    use crate::public_id::PublicIdError;
 
     /// What an error reporter prints: the messages of `e` and its sources.
     fn report(e: &(dyn Error + 'static)) -> String {

@@ -9,11 +9,11 @@ use std::time::Duration;
 use super::plan::{Plan, PlanConfig};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::{Generator, MutexGenerator};
-use crate::FieldError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::BuildError;
 use crate::events::{EventHook, Events};
 use crate::fence::{Fence, Keeper};
+use crate::layout::FieldError;
 use crate::layout::Layout;
 use crate::persist::{self, Persist, Persister};
 
@@ -555,7 +555,7 @@ impl<C: Clock> Builder<C> {
         #[cfg(any(feature = "etcd", feature = "redis"))]
         let keeper = match &self.lease {
             Some(_) if self.persist.is_some() => {
-                return Err(crate::LeaseError::Config {
+                return Err(crate::error::LeaseError::Config {
                     reason: "a leased node id keeps its high-water mark in the lease's store; \
                              remove Builder::persist"
                         .into(),

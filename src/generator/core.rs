@@ -27,8 +27,8 @@ use super::health::Health;
 use super::plan::{Gate, Plan, Stall, Step, StepKind};
 use super::telemetry::{Stats, Telemetry};
 use super::wait::{LONGEST_SLEEP, Mode, Waiting};
-use crate::GenerateError;
 use crate::clock::Clock;
+use crate::error::GenerateError;
 use crate::events::Event;
 use crate::fence::Keeper;
 use crate::id::Id;
@@ -605,8 +605,8 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::generator::tests::Readings;
     use crate::generator::{Generator, MutexGenerator, OnClockBehind, OnExhausted};
+    use crate::tests::Readings;
 
     const EPOCH: u64 = 1_600_000_000_000;
 

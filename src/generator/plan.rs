@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::policy::{OnClockBehind, OnExhausted};
-use crate::GenerateError;
+use crate::error::GenerateError;
 use crate::fence::Fence;
 use crate::layout::Layout;
 #[cfg(test)]

@@ -119,7 +119,7 @@ impl Telemetry {
         if self.counting {
             self.clock_behind.fetch_add(1, Ordering::Relaxed);
         }
-        self.events.emit(crate::Event::ClockBehind {
+        self.events.emit(crate::events::Event::ClockBehind {
             behind: std::time::Duration::from_millis(behind_ms),
         });
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::plan::{Plan, Stall};
 use super::policy::{OnClockBehind, OnExhausted};
 use super::telemetry::Telemetry;
-use crate::GenerateError;
+use crate::error::GenerateError;
 use crate::primitive::Deadline;
 
 /// How a call treats conditions that outside help may clear (a state store
@@ -50,7 +50,7 @@ impl Waiting {
     /// it waited, if it did.
     pub(crate) fn finish(self, telemetry: Option<&Telemetry>) {
         if let (Some(since), Some(c)) = (self.since, telemetry) {
-            c.events.emit(crate::Event::Waited {
+            c.events.emit(crate::events::Event::Waited {
                 waited: since.elapsed(),
             });
         }

@@ -11,8 +11,8 @@ use super::batch::IdBatch;
 use super::cell::StateCell;
 use super::core::Core;
 use super::wait::{LONGEST_SLEEP, Mode, Waiting};
-use crate::GenerateError;
 use crate::clock::Clock;
+use crate::error::GenerateError;
 use crate::id::Id;
 
 /// The shortest sleep: tokio's timer has millisecond resolution, and a zero

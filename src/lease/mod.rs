@@ -204,11 +204,14 @@
 //! 100 ms and 1 s); a member that misses it, refuses, or has no leader is
 //! dropped for the next. A renewal not answered within a third of that
 //! limit goes to the next member too, and the first answer counts; claims
-//! and releases go to one member at a time. So one member paused, killed
-//! or cut off, the leader included, costs no fenced time while the other
-//! two keep quorum; builds succeed while a quorum answers. With quorum
-//! lost, generators fence at their deadline and issue again within a
-//! second of its return. Without `--pre-vote`, a member that rejoins after
+//! and releases go to one member at a time. So with one member paused,
+//! killed or cut off, the leader included, the other two keep answering
+//! renewals and builds. Measured in a 30-minute fault run
+//! (`--pre-vote`; the repository's `benches/results/lease.md` says on
+//! which code): no member fault fenced every generator, and 4 of its 207
+//! (a leader paused, killed or cut off) fenced one generator for 1.9 to
+//! 4.3 s while the others issued. With quorum lost, generators fence at
+//! their deadline and issue again within a second of its return. Without `--pre-vote`, a member that rejoins after
 //! being cut off forces an election, and for up to about 2 s no member
 //! can renew anything: generators then fence for that long.
 //!
@@ -232,6 +235,7 @@
 //! appendonly yes               # a restarted primary keeps what it acknowledged
 //! appendfsync always
 //! maxmemory-policy noeviction  # node keys, marks and the epoch are never evicted
+//! repl-diskless-sync-delay 0   # a full resync starts at once (see the epoch)
 //! min-replicas-to-write 1      # optional: a primary cut off from its replicas
 //! min-replicas-max-lag 10      # refuses every client's writes within 10 s
 //! ```
@@ -239,7 +243,9 @@
 //! Replication is asynchronous: a failover can lose claims and marks the old
 //! primary acknowledged, and the old primary, back after a pause or cut off
 //! with clients of its own, answers as a primary until it is demoted. Two
-//! rules keep node ids unique through that:
+//! rules keep two holders of one node id from issuing at once through that
+//! (which keeps their IDs apart, unless the failover also lost the node
+//! id's mark and their clocks disagree: see the costs below):
 //!
 //! - **`WAIT`**: a claim or renewal counts only once
 //!   [`wait_for_replicas`](Lease::wait_for_replicas) replicas (default 1)
@@ -251,25 +257,39 @@
 //!   which of its writes a replica has, so flakeid relies on `WAIT`.)
 //! - **The epoch** (the Chubby rule): a primary new to the lease data (a
 //!   promoted replica, a restarted primary) starts an epoch once it serves
-//!   with its replicas online, and a claim in an epoch's first TTL waits
-//!   out the rest of it before its generator issues
+//!   with its replicas online (`wait_for_replicas` of them; before that,
+//!   the primary it replaced may still acknowledge renewals: cut off from
+//!   the sentinels with a replica on its side, it goes on until that
+//!   replica follows the new primary, which the new primary sees as a
+//!   replica online), and a claim in an epoch's first stretch
+//!   waits out the rest of it before its generator issues
 //!   ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)), its fence closed
-//!   and its claim renewed. By then the lease of any holder an earlier
-//!   primary acknowledged has lapsed, whether its claim was lost or not. The
-//!   wait runs on the new primary's clock and then the claimer's monotonic
-//!   clock, the old holder's deadline on its own: only their rate error
-//!   remains, which the safety margin absorbs.
+//!   and its claim renewed. The stretch is the longest TTL in use under the
+//!   prefix: each claim and renewal records its TTL (`<prefix>:ttls`), and a
+//!   new epoch waits out the longest of the TTLs recorded within twice their
+//!   length and the TTL of the claimer that starts it (a claimer with a
+//!   longer TTL waits out its own). By then the lease of any holder an
+//!   earlier primary acknowledged has lapsed, whether its claim was lost or
+//!   not. The wait runs on the new primary's clock and then the claimer's
+//!   monotonic clock, the old holder's deadline on its own: only their rate
+//!   error remains, which the safety margin absorbs.
 //!
 //! What it costs and assumes:
 //!
 //! - A holder whose claim reached the promoted replica keeps its node id,
 //!   and its fence stays open if a renewal reaches the new primary before its
-//!   deadline. One that lapsed claims again and waits out the epoch: it issues
-//!   again within a TTL and a second of the promotion (Sentinel's
-//!   `+promoted-slave`; the lease finds the promoted replica among the
-//!   replicas a sentinel lists before the sentinels name it). So do
-//!   generators built in that TTL, and the first ones under a prefix on a
-//!   fresh deployment
+//!   deadline. One that lapsed claims again and waits out the epoch, which
+//!   starts once the new primary has a replica online. When the other
+//!   replica follows the new primary at once (a partial resync, the usual
+//!   case), it issues again within a TTL and a second of the failover's end
+//!   (Sentinel's `+switch-master`; the lease finds the promoted replica
+//!   among the replicas a sentinel lists before the sentinels name it).
+//!   When the new primary's first replica must copy its data in full (the
+//!   other replica out of reach or ahead of the promoted one, so the old
+//!   primary rejoining is the first), the generators wait for that too,
+//!   and the copy starts only after `repl-diskless-sync-delay`: Redis 7's
+//!   default of 5 s adds that much, hence 0 above. So do generators built
+//!   in that TTL, and the first ones under a prefix on a fresh deployment
 //!   ([`build`](crate::Builder::build) returns with the fence closed;
 //!   `next_id` waits, `try_next_id` answers
 //!   [`Fenced`](crate::GenerateError::Fenced)).
@@ -283,7 +303,23 @@
 //!   holders' wall clocks agree within the safety margin less the lead
 //!   allowance (2 s at the defaults). Sentinel promotes the freshest replica
 //!   it reaches, which has every write `WAIT` confirmed: marks are lost only
-//!   when that replica is out of reach too.
+//!   when that replica is out of reach too. The fleet simulation counts
+//!   what happens past that bound (`benches/results/lease.md`): in 50,000
+//!   simulated node-hours with a failover an hour, 193 overlapping ID ranges
+//!   between a holder whose floor was below a lost mark and one whose clock
+//!   was more than a second off (so two could disagree by more than 2 s);
+//!   none where both clocks were within a second.
+//! - Generators under one prefix may use different TTLs (a change of TTL
+//!   rolled out over a running fleet): the epoch waits out the longest in
+//!   use, and for twice its length after its last use. (Refusing a TTL
+//!   other than the prefix's would stop such a rollout: new generators could
+//!   not start while old ones hold node ids.) The cost is one more write per
+//!   claim and renewal (the record, in the same script). What the record
+//!   misses is a TTL whose every claim and renewal the failover lost (a
+//!   generator with a TTL longer than every other in use, built less than
+//!   the replication lag before the failover): the epoch then waits out a
+//!   shorter TTL than its lease. Keep one TTL per prefix, or raise it while
+//!   the deployment is healthy.
 //! - Redis 4 or later (replication ids), scripts allowed to call `INFO` and
 //!   `TIME` (the default).
 //!
@@ -803,6 +839,30 @@ impl Lease {
         self.settings(layout, Duration::ZERO).map(drop)
     }
 
+    /// Plants a lease bug on purpose, for a test that must catch it
+    /// ([`crate::plant`]; only under `--cfg flakeid_plant`).
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    /// use flakeid::plant::Plant;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[cfg(feature = "redis")]
+    /// let lease = Lease::redis("redis://127.0.0.1:6379/");
+    /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
+    /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// let planted = lease.plant(Plant::from_name("deadline-from-answer").ok_or("no such plant")?);
+    /// assert!(format!("{planted:?}").contains("DeadlineFromAnswer"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(flakeid_plant)]
+    #[doc(hidden)]
+    pub fn plant(mut self, plant: crate::plant::Plant) -> Self {
+        self.terms.plant = Some(plant);
+        self
+    }
+
     /// The server, for messages (a Redis password is masked).
     fn server(&self) -> String {
         match &self.store {
@@ -835,8 +895,8 @@ impl Lease {
 #[cfg(any(feature = "etcd", feature = "redis"))]
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lease")
-            .field("server", &self.server())
+        let mut d = f.debug_struct("Lease");
+        d.field("server", &self.server())
             .field("prefix", &self.terms.prefix)
             .field("ttl", &self.terms.ttl)
             .field("safety_margin", &self.terms.margin())
@@ -844,8 +904,10 @@ impl fmt::Debug for Lease {
             .field("node_ids", &self.terms.node_ids)
             .field("rotate_after_rollback", &self.terms.rotate_after)
             .field("max_mark_ahead", &self.terms.max_mark_ahead)
-            .field("wait_for_replicas", &self.replicas)
-            .finish()
+            .field("wait_for_replicas", &self.replicas);
+        #[cfg(flakeid_plant)]
+        d.field("plant", &self.terms.plant);
+        d.finish()
     }
 }
 

@@ -23,6 +23,9 @@ pub(crate) struct Terms {
     pub(crate) rotate_after: Option<Duration>,
     /// `None`: one minute, or the TTL plus the lead allowance if longer.
     pub(crate) max_mark_ahead: Option<Duration>,
+    /// A bug planted on purpose (`crate::plant`).
+    #[cfg(any(test, flakeid_plant))]
+    pub(crate) plant: Option<crate::plant::Plant>,
 }
 
 impl Default for Terms {
@@ -35,6 +38,8 @@ impl Default for Terms {
             node_ids: None,
             rotate_after: None,
             max_mark_ahead: None,
+            #[cfg(any(test, flakeid_plant))]
+            plant: None,
         }
     }
 }
@@ -111,6 +116,8 @@ impl Terms {
             server,
             wall: WallClock::system(),
             events: Events::default(),
+            #[cfg(any(test, flakeid_plant))]
+            plant: self.plant,
         })
     }
 }

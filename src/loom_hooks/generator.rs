@@ -4,9 +4,10 @@
 //! calls carry no trace of them.
 
 use crate::clock::Clock;
+use crate::error::GenerateError;
+use crate::generator::Generator;
 use crate::id::Id;
 use crate::primitive::Ordering;
-use crate::{GenerateError, Generator};
 
 /// Broken variants of the lock-free generator's calls, for
 /// `loom-tests/tests/teeth.rs` and `cached_clock.rs`.

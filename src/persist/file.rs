@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{MAX_STATE_BYTES, StateStore};
-use crate::StateError;
+use crate::error::StateError;
 
 /// How long opening waits for a lock that is being released.
 const LOCK_GRACE: Duration = Duration::from_millis(250);

@@ -14,7 +14,7 @@
 //! another clock id comes before the generator moves there). The checksum
 //! covers every byte before the `crc32` line.
 
-use crate::StateError;
+use crate::error::StateError;
 use crate::layout::Layout;
 
 /// The newest format version this build reads and the one it writes.

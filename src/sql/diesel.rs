@@ -43,7 +43,7 @@ use diesel::deserialize::{self, FromSql};
 use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::BigInt;
 
-use crate::Id;
+use crate::id::Id;
 
 /// Binds an `Id` as the `BIGINT` (`INT8`) holding the same number.
 ///

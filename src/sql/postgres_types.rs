@@ -5,7 +5,7 @@ use std::error::Error;
 use bytes::BytesMut;
 use postgres_types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
 
-use crate::Id;
+use crate::id::Id;
 
 /// Writes an `Id` as an `INT8` (`BIGINT`) holding the same number, for
 /// rust-postgres, tokio-postgres and other users of postgres-types.

@@ -14,7 +14,7 @@ use ::sqlx::encode::IsNull;
 use ::sqlx::error::BoxDynError;
 use ::sqlx::{Database, Decode, Encode, Type};
 
-use crate::Id;
+use crate::id::Id;
 
 /// An `Id` has the SQL type of an `i64`: a `BIGINT` (PostgreSQL's `INT8`,
 /// SQLite's `INTEGER`), with the same compatible column types.

@@ -28,7 +28,7 @@ use etcd_client::{Client, ConnectOptions, Error, LeaseKeepAliveStream, LeaseKeep
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
-use crate::LeaseError;
+use crate::error::LeaseError;
 
 /// How long a member whose attempt failed is left alone before it is tried
 /// again within the same request (so that members refusing at once are not

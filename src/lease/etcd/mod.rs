@@ -62,7 +62,9 @@ use tokio::runtime::Runtime;
 
 use self::members::{Attempt, Failure, KeepAlive, Members, Spread, Start, classify, connect};
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
-use crate::LeaseError;
+use crate::error::LeaseError;
+#[cfg(any(test, flakeid_plant))]
+use crate::plant::Plant;
 
 pub(crate) struct EtcdStore {
     runtime: Runtime,
@@ -82,6 +84,9 @@ pub(crate) struct EtcdStore {
     /// a fresh lease after etcd revoked the first.
     leases: HashMap<i64, i64>,
     renew_every: Duration,
+    /// A bug planted on purpose (`crate::plant`).
+    #[cfg(any(test, flakeid_plant))]
+    plant: Option<Plant>,
 }
 
 /// A twelfth of the TTL, between 100 ms and 1 s: a quarter of the request
@@ -142,6 +147,8 @@ impl EtcdStore {
             mark_revisions: HashMap::new(),
             leases: HashMap::new(),
             renew_every: renew_every(settings),
+            #[cfg(any(test, flakeid_plant))]
+            plant: settings.plant,
         })
     }
 
@@ -432,20 +439,33 @@ enum Renewal {
     /// Renewed; the mark's revision after it.
     Renewed(i64),
     /// The node key is not this holder's any more, or its etcd lease
-    /// expired.
-    Lost,
+    /// expired; with the mark's revision after this attempt if it raised
+    /// the mark first (the lease revoked between the mark's transaction and
+    /// the keep-alive): the mark is still this holder's, and a take-back
+    /// must expect that revision, not the one before.
+    Lost(Option<i64>),
 }
 
-/// One renewal attempt on one member: the mark raised to `ceiling_ms` (if
-/// it is still the one at `revision`, else as found), then the keep-alive.
-async fn renew_on(
-    start: Start,
+/// A renewal's write of the mark: raised to `ceiling_ms` while `node_key`
+/// is bound to `lease`, if the mark at `mark_key` is still at `revision`
+/// (this holder's last write; 0: absent).
+#[derive(Debug, Clone)]
+struct Raise {
     lease: i64,
     node_key: String,
     mark_key: String,
     ceiling_ms: u64,
     revision: i64,
-) -> Attempt<Renewal> {
+    /// Planted (`Plant::EtcdMarkUnguarded`): the put does not check the
+    /// mark's revision.
+    #[cfg(any(test, flakeid_plant))]
+    unguarded: bool,
+}
+
+/// One renewal attempt on one member: the mark raised (if it is still at
+/// this holder's last write, else as found), then the keep-alive.
+async fn renew_on(start: Start, raise: Raise) -> Attempt<Renewal> {
+    let lease = raise.lease;
     let Start {
         endpoint,
         client,
@@ -459,15 +479,13 @@ async fn renew_on(
         },
     };
     let answer = async {
-        let Some(revision) =
-            raise_mark(&mut client, lease, node_key, mark_key, ceiling_ms, revision).await?
-        else {
-            return Ok((None, Renewal::Lost));
+        let Some(revision) = raise_mark(&mut client, raise).await? else {
+            return Ok((None, Renewal::Lost(None)));
         };
         let (keep_alive, alive) = keep_alive_on(&mut client, keep_alive, lease).await?;
         Ok(match alive {
             true => (keep_alive, Renewal::Renewed(revision)),
-            false => (None, Renewal::Lost),
+            false => (None, Renewal::Lost(Some(revision))),
         })
     }
     .await;
@@ -485,27 +503,33 @@ async fn renew_on(
     }
 }
 
-/// Raises the mark to `ceiling_ms` while the node key is bound to `lease`:
-/// the put applies only if the mark is still at `revision` (this holder's
-/// last write), so that a renewal applied late, a copy of a hedged one
-/// included, never lowers it; a mark found at `ceiling_ms` or above
-/// already is as good. The mark's revision after, `None` if the node key
-/// is not this holder's.
-async fn raise_mark(
-    client: &mut Client,
-    lease: i64,
-    node_key: String,
-    mark_key: String,
-    ceiling_ms: u64,
-    mut revision: i64,
-) -> Result<Option<i64>, Failure> {
+/// Raises the mark as `raise` says: the put applies only if the mark is
+/// still at this holder's last write, so that a renewal applied late, a
+/// copy of a hedged one included, never lowers it; a mark found at the
+/// ceiling or above already is as good. The mark's revision after, `None`
+/// if the node key is not this holder's.
+async fn raise_mark(client: &mut Client, raise: Raise) -> Result<Option<i64>, Failure> {
     const WHAT: &str = "record the mark";
+    let Raise {
+        lease,
+        node_key,
+        mark_key,
+        ceiling_ms,
+        mut revision,
+        ..
+    } = raise;
     // A second round only if someone else wrote the mark meanwhile.
     for _ in 0..3 {
+        let guard = Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision);
+        #[cfg(any(test, flakeid_plant))]
+        let guard = match raise.unguarded {
+            true => Compare::lease(node_key.clone(), CompareOp::Equal, lease),
+            false => guard,
+        };
         let txn = Txn::new()
             .when([
                 Compare::lease(node_key.clone(), CompareOp::Equal, lease),
-                Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
+                guard,
             ])
             .and_then([TxnOp::put(mark_key.clone(), ceiling_ms.to_string(), None)])
             .or_else([
@@ -661,8 +685,16 @@ impl Store for EtcdStore {
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
         let handle = claim.handle;
         let lease = self.lease_of(handle);
-        let (node_key, mark_key) = (self.node_key(claim.node), self.mark_key(claim.node));
         let revision = self.mark_revisions.get(&handle).copied().unwrap_or(0);
+        let raise = Raise {
+            lease,
+            node_key: self.node_key(claim.node),
+            mark_key: self.mark_key(claim.node),
+            ceiling_ms,
+            revision,
+            #[cfg(any(test, flakeid_plant))]
+            unguarded: self.plant == Some(Plant::EtcdMarkUnguarded),
+        };
         let budget = self.limit.budget();
         if budget.is_zero() {
             return Err(self.unreachable("renew the lease", "no time left".into()));
@@ -670,22 +702,16 @@ impl Store for EtcdStore {
         let answer = self
             .members
             .run(&self.runtime, budget, Spread::Hedged, |start| {
-                Box::pin(renew_on(
-                    start,
-                    lease,
-                    node_key.clone(),
-                    mark_key.clone(),
-                    ceiling_ms,
-                    revision,
-                ))
+                Box::pin(renew_on(start, raise.clone()))
             });
         match answer {
             Ok(Renewal::Renewed(revision)) => {
                 self.mark_revisions.insert(handle, revision);
                 Ok(true)
             }
-            Ok(Renewal::Lost) => {
+            Ok(Renewal::Lost(raised)) => {
                 self.members.forget(lease);
+                let revision = raised.unwrap_or(revision);
                 match self.take_back(claim.node, ceiling_ms, revision) {
                     Some((lease, revision)) => {
                         self.leases.insert(handle, lease);
@@ -743,10 +769,12 @@ mod tests {
 
     /// A renewal that etcd applies after a newer one (a copy of a hedged
     /// renewal, or one whose attempt timed out on the client but was
-    /// applied later) leaves the mark where the newer one put it.
+    /// applied later) leaves the mark where the newer one put it: checked
+    /// on the real renewal path, and with the revision guard planted away
+    /// (`Plant::EtcdMarkUnguarded`), which the check must catch.
     #[test]
     fn a_renewal_applied_late_never_lowers_the_mark() {
-        use flakeid_test_servers::{Kind, Server, unique_prefix};
+        use flakeid_test_servers::{Kind, Server};
         let server = Server::start(Kind::Etcd);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -754,68 +782,140 @@ mod tests {
             .unwrap();
         runtime.block_on(async {
             let mut c = Client::connect([server.url()], None).await.unwrap();
-            let prefix = unique_prefix("late-renewal");
-            let (node_key, mark_key) = (format!("{prefix}/nodes/1"), format!("{prefix}/marks/1"));
-            let lease = c.lease_grant(10, None).await.unwrap().id();
-            // The claim: the node key bound to the lease, the mark at 100.
-            let claim = Txn::new().and_then([
-                TxnOp::put(
-                    node_key.clone(),
-                    "token",
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-                TxnOp::put(mark_key.clone(), "100", None),
-            ]);
-            let claimed = header_revision(&c.txn(claim).await.unwrap()).unwrap();
-            // Two renewals sent after the claim: to 150, then to 200. The
-            // one to 200 is applied first, the one to 150 after it.
-            let renewed = raise_mark(
-                &mut c,
-                lease,
-                node_key.clone(),
-                mark_key.clone(),
-                200,
-                claimed,
-            )
-            .await
-            .unwrap();
-            let newer = renewed.expect("the node key is this holder's");
-            assert_eq!(mark_of(&mut c, &mark_key).await, 200);
-            let late = raise_mark(
-                &mut c,
-                lease,
-                node_key.clone(),
-                mark_key.clone(),
-                150,
-                claimed,
-            )
-            .await
-            .unwrap();
-            assert_eq!(mark_of(&mut c, &mark_key).await, 200, "the mark went down");
-            assert_eq!(late, Some(newer), "the late renewal counts as renewed");
-            // A renewal sent before the mark was last written, to a higher
-            // ceiling, raises it.
-            let higher = raise_mark(
-                &mut c,
-                lease,
-                node_key.clone(),
-                mark_key.clone(),
-                250,
-                claimed,
-            )
-            .await
-            .unwrap();
-            assert!(higher.is_some_and(|r| r > newer));
-            assert_eq!(mark_of(&mut c, &mark_key).await, 250);
-            // The lease revoked (etcd deletes the node key): the renewal is
-            // lost, and the mark stays.
-            c.lease_revoke(lease).await.unwrap();
-            let lost = raise_mark(&mut c, lease, node_key, mark_key.clone(), 300, claimed)
-                .await
-                .unwrap();
-            assert_eq!(lost, None);
-            assert_eq!(mark_of(&mut c, &mark_key).await, 250);
+            late_renewal(&mut c, false).await.unwrap();
+            let planted = late_renewal(&mut c, true).await;
+            assert_eq!(
+                planted,
+                Err("the late renewal lowered the mark from 200 to 150".into()),
+                "the revision guard planted away went unnoticed"
+            );
         });
+    }
+
+    /// Two renewals of one claim applied out of order, then one to a higher
+    /// ceiling, then one after the lease was revoked; `Err` says which
+    /// property broke. `unguarded`: the plant.
+    async fn late_renewal(c: &mut Client, unguarded: bool) -> Result<(), String> {
+        let prefix = flakeid_test_servers::unique_prefix("late-renewal");
+        let (node_key, mark_key) = (format!("{prefix}/nodes/1"), format!("{prefix}/marks/1"));
+        let lease = c.lease_grant(10, None).await.unwrap().id();
+        // The claim: the node key bound to the lease, the mark at 100.
+        let claim = Txn::new().and_then([
+            TxnOp::put(
+                node_key.clone(),
+                "token",
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+            TxnOp::put(mark_key.clone(), "100", None),
+        ]);
+        let claimed = header_revision(&c.txn(claim).await.unwrap()).unwrap();
+        let raise = |ceiling_ms| Raise {
+            lease,
+            node_key: node_key.clone(),
+            mark_key: mark_key.clone(),
+            ceiling_ms,
+            revision: claimed,
+            unguarded,
+        };
+        // Two renewals sent after the claim: to 150, then to 200. The one
+        // to 200 is applied first, the one to 150 after it.
+        let renewed = raise_mark(c, raise(200)).await.unwrap();
+        let newer = renewed.ok_or("the node key is not this holder's")?;
+        assert_eq!(mark_of(c, &mark_key).await, 200);
+        let late = raise_mark(c, raise(150)).await.unwrap();
+        let mark = mark_of(c, &mark_key).await;
+        if mark != 200 {
+            return Err(format!(
+                "the late renewal lowered the mark from 200 to {mark}"
+            ));
+        }
+        if late != Some(newer) {
+            return Err(format!(
+                "the late renewal answered {late:?}, not renewed at {newer}"
+            ));
+        }
+        // A renewal sent before the mark was last written, to a higher
+        // ceiling, raises it.
+        let higher = raise_mark(c, raise(250)).await.unwrap();
+        if higher.is_none_or(|r| r <= newer) || mark_of(c, &mark_key).await != 250 {
+            return Err(format!("a higher ceiling answered {higher:?}"));
+        }
+        // The lease revoked (etcd deletes the node key): the renewal is
+        // lost, and the mark stays.
+        c.lease_revoke(lease).await.unwrap();
+        let lost = raise_mark(c, raise(300)).await.unwrap();
+        let mark = mark_of(c, &mark_key).await;
+        if lost.is_some() || mark != 250 {
+            return Err(format!(
+                "after the revocation: {lost:?}, the mark at {mark}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A leader resumed from a pause revokes a live lease
+    /// (etcd-io/etcd#15247) between a renewal's mark transaction and its
+    /// keep-alive: the renewal raised the mark, then found its lease gone.
+    /// Taking the node id back must expect the mark's revision that renewal
+    /// left (which `renew` now passes on), not the one before it, which
+    /// would refuse the holder its own mark and fence it.
+    #[test]
+    fn a_take_back_after_a_revocation_expects_the_last_mark_written() {
+        use crate::layout::Layout;
+        use crate::lease::Terms;
+        use crate::lease::keeper::Store;
+        use flakeid_test_servers::{Kind, Server};
+        let server = Server::start(Kind::Etcd);
+        let prefix = flakeid_test_servers::unique_prefix("take-back");
+        let settings = Terms {
+            ttl: Duration::from_secs(3),
+            node_ids: Some(0..=0),
+            ..Terms::default()
+        }
+        .settings(&Layout::twitter(), Duration::ZERO, "etcd".into())
+        .unwrap();
+        let mut store =
+            EtcdStore::new(vec![server.url()], &prefix, &settings, "token".into()).unwrap();
+        store.set_timeout(Duration::from_secs(5));
+        let ask = Ask {
+            first: 0,
+            last: 0,
+            fresh_before_ms: None,
+            usable_until_ms: u64::MAX,
+            ceiling_ms: 100,
+        };
+        let Ok(Claimed::Node(claim, _)) = store.claim(&ask) else {
+            panic!("no claim");
+        };
+        let claimed = store.mark_revisions[&claim.handle];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let raised = runtime.block_on(async {
+            let mut c = Client::connect([server.url()], None).await.unwrap();
+            let raise = Raise {
+                lease: claim.handle,
+                node_key: store.node_key(0),
+                mark_key: store.mark_key(0),
+                ceiling_ms: 200,
+                revision: claimed,
+                unguarded: false,
+            };
+            let raised = raise_mark(&mut c, raise).await.unwrap().unwrap();
+            c.lease_revoke(claim.handle).await.unwrap();
+            raised
+        });
+        assert!(raised > claimed);
+        assert_eq!(
+            store.take_back(0, 250, claimed),
+            None,
+            "the revision before the renewal's own write is refused"
+        );
+        assert!(
+            store.take_back(0, 250, raised).is_some(),
+            "the renewal's own last write is this holder's mark"
+        );
     }
 
     #[test]

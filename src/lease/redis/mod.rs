@@ -15,12 +15,15 @@
 //!   relies on is on that many replicas, and a primary that lost them (a
 //!   deposed one) extends nobody's fence.
 //! - **The epoch** (Sentinel leases): `<prefix>:epoch` names the
-//!   replication id of the primary serving the lease data and when (by that
-//!   primary's clock) it first did so with `acks` replicas online. A claim
-//!   on a primary new to the data (after a failover or a restart) starts a
-//!   new epoch, and every claim in an epoch's first TTL waits until that TTL
-//!   is over (the Chubby rule): by then every lease another primary could
-//!   have acknowledged has ended, lost or not.
+//!   replication id of the primary serving the lease data, when (by that
+//!   primary's clock) it first did so with `acks` replicas online, and the
+//!   longest TTL in use then. A claim on a primary new to the data (after a
+//!   failover or a restart) starts a new epoch, and every claim in an
+//!   epoch's first stretch (that TTL, or the claimer's if longer) waits
+//!   until it is over (the Chubby rule): by then every lease another
+//!   primary could have acknowledged has ended, lost or not. The TTLs in
+//!   use are recorded by every claim and renewal in `<prefix>:ttls` (each
+//!   TTL and the latest time a lease of it may last until).
 
 mod sentinel;
 
@@ -32,7 +35,9 @@ use redis::{
 
 use self::sentinel::Sentinels;
 use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
-use crate::LeaseError;
+use crate::error::LeaseError;
+#[cfg(any(test, flakeid_plant))]
+use crate::plant::Plant;
 
 /// Shared by the scripts: `a < b` for decimal strings without leading zeros.
 const LESS: &str = r"
@@ -50,13 +55,36 @@ local function mark_of(key)
 end
 ";
 
+/// The store's clock (`TIME`) in Unix milliseconds; and the record of
+/// TTLs in use under the prefix: the hash `ttls` maps each TTL (ms) that a
+/// claim or renewal used to the latest time a lease of it may last until
+/// (that claim's or renewal's time plus the TTL), never lowered. `ttls` is
+/// `''` where no epoch rule needs it (one server).
+const TTLS: &str = r"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function note_ttl(ttls, ttl, now)
+  if ttls == '' then return end
+  local till = now + tonumber(ttl)
+  local kept = tonumber(redis.call('HGET', ttls, ttl))
+  if not kept or kept < till then
+    redis.call('HSET', ttls, ttl, string.format('%d', till))
+  end
+end
+";
+
 /// The epoch rule: how many milliseconds a claim must wait before its
 /// holder may issue, by the primary's own clock (`TIME`), or an error if
 /// this server is not a primary or a new epoch cannot start yet (fewer
-/// than `replicas` replicas online: a primary that cannot have its writes
-/// acknowledged must not start the clock). Replication ids need Redis 4.
+/// than `replicas` replicas online: until then the primary it replaced may
+/// still have its replicas, and acknowledge renewals). A new epoch waits
+/// out the longest of the claimer's TTL and every TTL the record `ttls`
+/// shows in use within twice that TTL; a claim in it waits until its start
+/// plus the longer of that and its own TTL. Replication ids need Redis 4.
 const EPOCH: &str = r"
-local function epoch_wait(prefix, ttl, replicas)
+local function epoch_wait(prefix, ttl, replicas, ttls)
   local info = redis.call('INFO', 'replication')
   if not string.find(info, 'role:master', 1, true) then
     return redis.error_reply('READONLY flakeid: this server is not the primary')
@@ -65,12 +93,12 @@ local function epoch_wait(prefix, ttl, replicas)
   if not replid then
     return redis.error_reply('FLAKEID_NO_REPLID INFO replication names no master_replid')
   end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = now_ms()
   local key = prefix .. ':epoch'
-  local epoch = redis.call('HMGET', key, 'replid', 'since')
+  local epoch = redis.call('HMGET', key, 'replid', 'since', 'longest')
   if epoch[1] == replid and epoch[2] then
-    local wait = tonumber(epoch[2]) + ttl - now
+    local longest = math.max(ttl, tonumber(epoch[3]) or 0)
+    local wait = tonumber(epoch[2]) + longest - now
     if wait > 0 then return wait end
     return 0
   end
@@ -80,26 +108,37 @@ local function epoch_wait(prefix, ttl, replicas)
     return redis.error_reply('FLAKEID_REPLICAS ' .. online .. ' of ' .. replicas ..
       ' replicas online: no new epoch yet')
   end
-  redis.call('HSET', key, 'replid', replid, 'since', string.format('%d', now))
-  return ttl
+  local longest = ttl
+  if ttls ~= '' then
+    local kept = redis.call('HGETALL', ttls)
+    for i = 1, #kept, 2 do
+      local t, till = tonumber(kept[i]), tonumber(kept[i + 1])
+      if t and till and t > longest and till + t > now then longest = t end
+    end
+  end
+  redis.call('HSET', key, 'replid', replid, 'since', string.format('%d', now),
+    'longest', string.format('%d', longest))
+  return longest
 end
 ";
 
 /// ARGV: prefix, first, last, token, ttl ms, fresh-before ms ('' for any),
 /// ceiling ms, usable-until ms, how many skipped node ids to name, the
-/// replicas an epoch needs ('' for no epoch rule). Claims the lowest node id
-/// whose node key is absent, whose mark is before fresh-before and not after
-/// usable-until, raising its mark to the ceiling. Returns {node, mark found,
-/// mark now, skipped, wait ms, skipped node, its mark, ...} with node, marks
-/// '' if none could be claimed; `skipped` counts the free node ids passed
-/// over for a mark after usable-until; `wait` is the epoch rule's.
+/// replicas an epoch needs ('' for no epoch rule), the TTL record's key
+/// ('' for none). Claims the lowest node id whose node key is absent, whose
+/// mark is before fresh-before and not after usable-until, raising its mark
+/// to the ceiling, and notes its TTL in the record. Returns {node, mark
+/// found, mark now, skipped, wait ms, skipped node, its mark, ...} with
+/// node, marks '' if none could be claimed; `skipped` counts the free node
+/// ids passed over for a mark after usable-until; `wait` is the epoch
+/// rule's.
 const CLAIM: &str = r"
 local prefix, first, last = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local token, ttl, fresh, ceiling = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local usable, shown = ARGV[8], tonumber(ARGV[9])
+local usable, shown, ttls = ARGV[8], tonumber(ARGV[9]), ARGV[11]
 local wait = 0
 if ARGV[10] ~= '' then
-  wait = epoch_wait(prefix, tonumber(ttl), tonumber(ARGV[10]))
+  wait = epoch_wait(prefix, tonumber(ttl), tonumber(ARGV[10]), ttls)
   if type(wait) == 'table' then return wait end
 end
 wait = string.format('%d', wait)
@@ -124,6 +163,7 @@ for node = first, last do
         local now = mark
         if less(mark, ceiling) then now = ceiling end
         redis.call('SET', mark_key, now)
+        note_ttl(ttls, ttl, now_ms())
         return {id, mark, now, string.format('%d', count), wait, unpack(skipped)}
       end
     end
@@ -132,17 +172,19 @@ end
 return {'', '', '', string.format('%d', count), wait, unpack(skipped)}
 ";
 
-/// ARGV: prefix, ttl ms, the replicas an epoch needs. The epoch rule alone:
-/// the wait a claim would have now.
+/// ARGV: prefix, ttl ms, the replicas an epoch needs, the TTL record's
+/// key. The epoch rule alone: the wait a claim would have now.
 const TOUCH: &str = r"
-return epoch_wait(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+return epoch_wait(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
 ";
 
-/// KEYS: node key, mark key. ARGV: token, ttl ms, ceiling ms. 1 if renewed,
+/// KEYS: node key, mark key. ARGV: token, ttl ms, ceiling ms, the TTL
+/// record's key ('' for none). 1 if renewed (its TTL noted in the record),
 /// 0 if the node key is not this holder's.
 const RENEW: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+note_ttl(ARGV[4], ARGV[2], now_ms())
 local mark = mark_of(KEYS[2])
 if type(mark) == 'table' then return mark end
 if less(mark, ARGV[3]) then redis.call('SET', KEYS[2], ARGV[3]) end
@@ -226,6 +268,9 @@ pub(crate) struct RedisStore {
     acks: u32,
     /// The epoch rule is on (behind Sentinel).
     epoch: bool,
+    /// A bug planted on purpose (`crate::plant`).
+    #[cfg(any(test, flakeid_plant))]
+    plant: Option<Plant>,
     claim: Script,
     renew: Script,
     release: Script,
@@ -270,11 +315,26 @@ impl RedisStore {
             },
             token,
             acks: config.acks(),
-            claim: Script::new(&format!("{LESS}{EPOCH}{CLAIM}")),
-            renew: Script::new(&format!("{LESS}{RENEW}")),
+            #[cfg(any(test, flakeid_plant))]
+            plant: settings.plant,
+            claim: Script::new(&format!("{LESS}{TTLS}{EPOCH}{CLAIM}")),
+            renew: Script::new(&format!("{LESS}{TTLS}{RENEW}")),
             release: Script::new(&format!("{LESS}{RELEASE}")),
-            touch: Script::new(&format!("{EPOCH}{TOUCH}")),
+            touch: Script::new(&format!("{TTLS}{EPOCH}{TOUCH}")),
         })
+    }
+
+    /// The key of the record of TTLs in use under the prefix, which the
+    /// epoch rule reads (`''` without the rule).
+    fn ttls_key(&self) -> String {
+        #[cfg(any(test, flakeid_plant))]
+        if self.plant == Some(Plant::EpochOwnTtl) {
+            return String::new();
+        }
+        match self.epoch {
+            true => format!("{}:ttls", self.prefix),
+            false => String::new(),
+        }
     }
 
     fn keys(&self, node: u64) -> (String, String) {
@@ -338,6 +398,7 @@ impl RedisStore {
     /// lease data and has its replicas (else a claim will), so that claims
     /// after a failover wait from as early as they can.
     fn touch_epoch(&mut self, left: Duration) -> Result<(), LeaseError> {
+        let ttls = self.ttls_key();
         let Some((connection, _)) = &mut self.connection else {
             return Ok(());
         };
@@ -347,7 +408,8 @@ impl RedisStore {
             .arg(0)
             .arg(&self.prefix)
             .arg(self.ttl_ms)
-            .arg(self.acks);
+            .arg(self.acks)
+            .arg(ttls);
         let touched = connection
             .set_read_timeout(Some(left))
             .and_then(|()| connection.set_write_timeout(Some(left)))
@@ -375,7 +437,7 @@ impl RedisStore {
             .arg(keys.len())
             .arg(keys)
             .arg(args);
-        self.call(what, |c, left| {
+        let (reply, acked) = self.call(what, |c, left| {
             with_script(c, script, |c| {
                 if acks == 0 {
                     return eval.query::<T>(c).map(|reply| (reply, 0));
@@ -404,7 +466,14 @@ impl RedisStore {
                 let acked = redis::from_redis_value::<u32>(acked.extract_error()?)?;
                 Ok((reply, acked))
             })
-        })
+        })?;
+        #[cfg(any(test, flakeid_plant))]
+        let acked = if self.plant == Some(Plant::WaitShortCounted) {
+            acks
+        } else {
+            acked
+        };
+        Ok((reply, acked))
     }
 
     /// Fewer replicas than needed acknowledged `what`: it counts for
@@ -525,6 +594,7 @@ impl Store for RedisStore {
             ask.usable_until_ms.to_string(),
             Skipped::SHOWN.to_string(),
             epoch,
+            self.ttls_key(),
         ];
         let script = self.claim.clone();
         let what = "claim a node id";
@@ -583,6 +653,7 @@ impl Store for RedisStore {
             self.token.clone(),
             self.ttl_ms.to_string(),
             ceiling_ms.to_string(),
+            self.ttls_key(),
         ];
         let script = self.renew.clone();
         let what = "renew the lease";

@@ -19,7 +19,7 @@ use redis::{
     Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo, Role,
 };
 
-use crate::LeaseError;
+use crate::error::LeaseError;
 
 /// The sentinels of one master name, and how to reach the primary they
 /// name.

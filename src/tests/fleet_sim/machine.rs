@@ -1,6 +1,8 @@
 //! One simulated machine: its clocks, its generator's profile, and the
 //! process (a leased generator and its keeper) running on it.
 
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -33,20 +35,7 @@ impl Store for SimStore {
             },
             _ => *ask,
         };
-        let mut claimed = self.inner.claim(&ask)?;
-        if let (
-            Defect::ClaimIgnoresMarks,
-            Claimed::Node(claim, _) | Claimed::NodeAfter(claim, _, _),
-        ) = (self.defect, &mut claimed)
-        {
-            claim.mark_ms = 0;
-        }
-        if let (Defect::NoChubbyWait, Claimed::NodeAfter(claim, skipped, _)) =
-            (self.defect, &claimed)
-        {
-            claimed = Claimed::Node(claim.clone(), skipped.clone());
-        }
-        Ok(claimed)
+        self.inner.claim(&ask)
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
@@ -72,6 +61,12 @@ pub(super) struct Process {
     pub(super) last: Last,
     /// The fence's clock as last set, in nanoseconds.
     pub(super) mono_ns: u64,
+    /// Fence nanoseconds that late answers moved its clock on by
+    /// ([`Fault::LateThenCut`]), not yet counted in `mono_ns` ...
+    pub(super) late: Arc<AtomicU64>,
+    /// ... and not yet matched by true time: the clock stands still until
+    /// true time catches up (the answer arrived that much after the step).
+    pub(super) ahead_ns: u64,
     /// The ticket of the grant last seen open (0: none yet).
     pub(super) ticket: u64,
     /// The grant last seen open: its serial number among all grants.
@@ -106,6 +101,7 @@ impl Process {
         let (source, mock) = quanta::Clock::mock();
         let fence = Arc::new(Fence::with_clock(source));
         let last = Last::default();
+        let late = Arc::new(AtomicU64::new(0));
         let terms = Terms {
             ttl,
             node_ids: Some(0..=(1 << NODE_BITS) - 1),
@@ -126,9 +122,14 @@ impl Process {
         let generator = build_leased(builder, &fence, |lead| {
             let mut settings = terms.settings(&layout, lead, "memory".into())?;
             settings.wall = WallClock::new(wall.clone());
-            let mut inner = backend.store(&settings);
-            inner.ignore_renewal_acks = defect == Defect::UnackedRenewalExtends;
+            settings.plant = defect.plant();
+            let inner = backend.store(&settings);
             holder = inner.holder();
+            let (moved, counted) = (mock.clone(), late.clone());
+            backend.set_clock(holder, move |by| {
+                moved.increment(by);
+                counted.fetch_add(u64::try_from(by.as_nanos()).unwrap_or(u64::MAX), Relaxed);
+            });
             backend.set_fault(holder, link);
             let store = SimStore { inner, defect };
             let mut run = Run::new(store, settings, fence.clone());
@@ -150,6 +151,8 @@ impl Process {
             holder,
             last,
             mono_ns: 0,
+            late,
+            ahead_ns: 0,
             ticket: 0,
             grant: 0,
             suspended_in_grant: false,
@@ -158,6 +161,14 @@ impl Process {
             floor_high: 0,
             stretch: None,
         })
+    }
+
+    /// Counts what late answers moved the fence's clock on by since last
+    /// asked.
+    pub(super) fn count_late(&mut self) {
+        let late = self.late.swap(0, Relaxed);
+        self.mono_ns += late;
+        self.ahead_ns += late;
     }
 
     /// The node id the fence is open for now.
@@ -277,10 +288,14 @@ impl Machine {
         if let Some(p) = &mut self.process
             && self.frozen.map(|(f, _)| f) != Some(Freeze::Suspend)
         {
+            p.count_late();
             let drift = i128::from(elapsed) * i128::from(self.drift_ppm) / 1_000_000;
             let by = elapsed.saturating_add_signed(drift as i64);
-            p.mock.increment(by);
-            p.mono_ns += by;
+            // What a late answer moved the clock on by already.
+            let skip = by.min(p.ahead_ns);
+            p.ahead_ns -= skip;
+            p.mock.increment(by - skip);
+            p.mono_ns += by - skip;
         }
         if self.frozen.map(|(f, _)| f) != Some(Freeze::Suspend) {
             self.wall.set_ms(self.wall_ms(now));
@@ -288,9 +303,17 @@ impl Machine {
     }
 
     /// True time after `now` at which the fence's clock reads `mono_ns`.
-    pub(super) fn when_mono(&self, now: u64, mono_ns: u64) -> u64 {
-        let Some(p) = &self.process else { return now };
-        let ahead = mono_ns.saturating_sub(p.mono_ns);
+    pub(super) fn when_mono(&mut self, now: u64, mono_ns: u64) -> u64 {
+        let Some(p) = &mut self.process else {
+            return now;
+        };
+        p.count_late();
+        let ahead = match mono_ns.saturating_sub(p.mono_ns) {
+            0 => 0,
+            // The clock stands still until true time passes what late
+            // answers moved it on by.
+            ahead => ahead + p.ahead_ns,
+        };
         let true_ns = u128::from(ahead) * 1_000_000 / (1_000_000 + self.drift_ppm) as u128;
         now.saturating_add(u64::try_from(true_ns).unwrap_or(u64::MAX))
             .saturating_add(1)

@@ -27,7 +27,7 @@
 //! nor run 10^5 node-hours in minutes. And a new dependency needs a reason the
 //! in-process store does not leave. What this does not cover: the wire
 //! encodings of the claim (the Lua script, the etcd transaction), which the
-//! `lease_etcd` and `lease_redis` tests run against real servers, and
+//! `lease` tests (`tests/lease.rs`) run against real servers, and
 //! interleavings of generator threads with the keeper, which the loom models
 //! check.
 //!
@@ -49,7 +49,10 @@
 //! suspended VM (its monotonic clock stops too), the wall clock stepped back
 //! (up to an hour) or forward and later corrected, a partition (this node
 //! cut off from the store), lost replies (requests applied, answers lost),
-//! and store outages (every request fails).
+//! late replies (requests applied, answers arriving up to a TTL later, for
+//! one renewal interval) and then a cut (so the last late renewal's
+//! deadline alone must fence the holder before its claim expires), and
+//! store outages (every request fails).
 //!
 //! The store is Redis behind Sentinel (`MemoryBackend::replicated`): a
 //! primary and two replicas, each applying the primary's writes up to 5 s
@@ -72,10 +75,14 @@
 //!   promises exactly this, and it implies that no ID is issued twice; it
 //!   keeps memory bounded by the number of grants. The short run also keeps
 //!   every ID in a `HashMap`.
-//! - **Fenced**: at no instant are two fences open for one node id, and no
-//!   fence is open for a node id the store does not give to its holder.
-//!   Checked whenever a fence opens (an overlap starts at an opening) and at
-//!   a sweep every ten simulated seconds. A suspended VM is counted apart:
+//! - **Fenced**: at no instant are two fences open for one node id, no
+//!   fence is open for a node id the store does not give to its holder,
+//!   and none is open a TTL less the safety margin (on its holder's
+//!   monotonic clock) after the last request its keeper sent that the
+//!   store applied: a deadline counts from a renewal's sending, however
+//!   late its answer. Checked whenever a fence opens (an overlap starts at
+//!   an opening), at each of its keeper's steps, and at a sweep every ten
+//!   simulated seconds. A suspended VM is counted apart:
 //!   the lease module docs say fencing may end late when the monotonic clock stops
 //!   (uniqueness still holds, and is checked). So is a fence whose claim a
 //!   failover lost, within a TTL of the change: the store no longer gives
@@ -97,13 +104,14 @@
 //!   `max_mark_ahead` (and a tick) ahead of its holder's clock, and no claim
 //!   takes a poisoned node id.
 //!
-//! Five planted defects show that the checks have teeth: a claim that
-//! ignores the mark, renewals that never fail (no fencing), a claim that
-//! takes a node id whatever its mark (however far ahead of the claimer's
-//! clock), a claim that skips the epoch's wait after a failover (no Chubby
-//! wait), and a renewal that counts though no replica acknowledged it (a
-//! deposed primary keeps its holders' fences open): each run must report
-//! the violation.
+//! Planted defects show that the checks have teeth: lease bugs planted at
+//! their spot in the keeper and the store (`crate::plant`: a claim that
+//! ignores the mark, a claim that skips the epoch's wait after a failover,
+//! a `WAIT` short of replicas counted, so a deposed primary keeps its
+//! holders' fences open), and two faults of the store as the keeper sees
+//! it (renewals that never fail, so nobody is fenced; a claim that takes a
+//! node id however far ahead of the claimer's clock its mark is): each run
+//! must report the violation.
 
 mod machine;
 mod sim;
@@ -111,6 +119,7 @@ mod sim;
 use std::time::{Duration, Instant};
 
 use crate::layout::Layout;
+use crate::plant::Plant;
 
 use sim::{FAULTS, REFUSALS, Report, Sim, percentile};
 
@@ -128,26 +137,30 @@ const SEQUENCE_BITS: u32 = 11;
 /// take these node ids, and they must not keep anyone from a node id.
 const POISONED: [(u64, u64); 2] = [(0, 7_258_118_400_000), (1, u64::MAX)];
 
-/// A flaw planted in the store (as seen by the keeper), to show the checker
-/// catches real defects.
+/// A flaw planted to show the checker catches real defects: a lease bug
+/// planted in the lease code itself ([`Plant`]), or one of the store as
+/// the keeper sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Defect {
     None,
-    /// A claim reports no previous mark: the new holder's floor is 0.
-    ClaimIgnoresMarks,
+    /// A lease bug at its spot in the keeper or the store.
+    Plant(Plant),
     /// A renewal that failed or found the claim gone reports success: the
     /// keeper never fences.
     RenewalsNeverFail,
     /// A claim takes a free node id however far ahead its mark (no
     /// `max_mark_ahead` bound).
     ClaimTakesAnyMark,
-    /// A claim the epoch rule makes wait after a failover opens the fence
-    /// at once (no Chubby wait): the holder whose claim the failover lost
-    /// may still be issuing.
-    NoChubbyWait,
-    /// A renewal that too few replicas acknowledged counts (the store's
-    /// `WAIT` ignored): a deposed primary keeps its holders' fences open.
-    UnackedRenewalExtends,
+}
+
+impl Defect {
+    /// The plant to attach to each lease.
+    fn plant(self) -> Option<Plant> {
+        match self {
+            Defect::Plant(plant) => Some(plant),
+            _ => None,
+        }
+    }
 }
 
 /// A simulation's size and pace.
@@ -340,8 +353,9 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
          min {lmin:.4}, p1 {lp1:.4}, median {lmedian:.4}\n\
          \x20 healthy attempts refused: {refused}\n\
          \x20 violations: duplicates {dups}, overlapping ranges {overlaps}, not increasing {inc}, \
-         two open fences {two}, open fence not the store's holder {unheld}; \
-         exempt (suspended VM): two open {two_s}, not held {unheld_s}; exempt (failover): \
+         two open fences {two}, open fence not the store's holder {unheld}, open past its \
+         deadline {past}; exempt (suspended VM): two open {two_s}, not held {unheld_s}, past \
+         the deadline {past_s}; exempt (failover): \
          not held within a TTL of it {unheld_f}, below a lost mark with a clock off: \
          overlaps {overlaps_lost}, duplicates {dups_lost}",
         seed = config.seed,
@@ -377,6 +391,8 @@ fn summary(config: &Config, report: &Report, took: Duration) -> String {
         unheld = report.open_unheld,
         two_s = report.two_holders_suspended,
         unheld_s = report.open_unheld_suspended,
+        past = report.open_past_deadline,
+        past_s = report.open_past_deadline_suspended,
         unheld_f = report.open_unheld_failover,
         overlaps_lost = report.overlaps_lost_mark,
         dups_lost = report.duplicates_lost_mark,
@@ -512,10 +528,21 @@ fn planted(defect: Defect) -> (Config, Report) {
 #[test]
 #[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
 fn the_checker_catches_a_claim_that_ignores_the_mark() {
-    let (config, report) = planted(Defect::ClaimIgnoresMarks);
+    let (config, report) = planted(Defect::Plant(Plant::ClaimIgnoresMark));
     assert!(
         report.overlaps > 0,
         "seed {:#x}: holders whose floor is 0 went unnoticed",
+        config.seed
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
+fn the_checker_catches_a_deadline_counted_from_the_answer() {
+    let (config, report) = planted(Defect::Plant(Plant::DeadlineFromAnswer));
+    assert!(
+        report.faults[8] > 0 && report.open_past_deadline > 0 && report.open_unheld > 0,
+        "seed {:#x}: fences open past their deadlines after late answers went unnoticed",
         config.seed
     );
 }
@@ -534,7 +561,7 @@ fn the_checker_catches_a_keeper_that_never_fences() {
 #[test]
 #[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
 fn the_checker_catches_a_claim_that_skips_the_wait_after_a_failover() {
-    let (config, report) = planted(Defect::NoChubbyWait);
+    let (config, report) = planted(Defect::Plant(Plant::EpochWaitSkipped));
     assert!(
         report.lossy_failovers > 0 && report.two_holders > 0,
         "seed {:#x}: holders opened beside the holder whose claim a failover lost",
@@ -545,7 +572,7 @@ fn the_checker_catches_a_claim_that_skips_the_wait_after_a_failover() {
 #[test]
 #[cfg_attr(miri, ignore = "a fleet for simulated minutes: hours under Miri")]
 fn the_checker_catches_a_fence_a_deposed_primary_keeps_open() {
-    let (config, report) = planted(Defect::UnackedRenewalExtends);
+    let (config, report) = planted(Defect::Plant(Plant::WaitShortCounted));
     assert!(
         report.two_holders > 0,
         "seed {:#x}: fences kept open by renewals no replica acknowledged went unnoticed",

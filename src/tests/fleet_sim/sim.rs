@@ -8,6 +8,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::error::GenerateError;
 use crate::id::Id;
 use crate::tests::memory::{Fault, MemoryBackend, Servers};
+use std::time::Duration;
 
 use super::machine::{Freeze, Machine, Process, Profile};
 use super::{
@@ -58,6 +59,12 @@ pub(super) struct Report {
     /// A fence open for a node id the store gives to someone else or nobody.
     pub(super) open_unheld: u64,
     pub(super) open_unheld_suspended: u64,
+    /// A fence open a TTL less the margin after its keeper last sent a
+    /// request the store applied (on the holder's monotonic clock): past
+    /// any deadline a renewal or claim can have given it.
+    pub(super) open_past_deadline: u64,
+    /// The same, with a suspended VM's fence (exempt).
+    pub(super) open_past_deadline_suspended: u64,
     /// The same, for a claim made before the primary changed, within a TTL
     /// of the change (exempt: a failover may lose the claim, and the epoch
     /// rule keeps anyone else from the node id meanwhile).
@@ -80,7 +87,7 @@ pub(super) struct Report {
     pub(super) skipped_ids: u64,
     pub(super) restarts: u64,
     pub(super) failed_starts: u64,
-    pub(super) faults: [u64; 8],
+    pub(super) faults: [u64; 9],
     pub(super) outages: u64,
     /// Failovers, those by a partition, and those whose promoted replica
     /// lacked node keys or marks the old primary had.
@@ -130,6 +137,7 @@ impl Report {
             + self.not_increasing
             + self.two_holders
             + self.open_unheld
+            + self.open_past_deadline
             + self.poisoned_claims
     }
 
@@ -152,7 +160,7 @@ pub(super) fn percentile(sorted: &[u64], per: usize) -> f64 {
     sorted[(sorted.len() - 1) * per / 100] as f64 / 1e6
 }
 
-pub(super) const FAULTS: [&str; 8] = [
+pub(super) const FAULTS: [&str; 9] = [
     "crash",
     "clean restart",
     "pause",
@@ -161,6 +169,7 @@ pub(super) const FAULTS: [&str; 8] = [
     "clock forward",
     "partition",
     "lost replies",
+    "late replies, then cut off",
 ];
 
 pub(super) struct Sim {
@@ -357,6 +366,14 @@ impl Sim {
         }
         m.sync(self.now);
         let Some(p) = &mut m.process else { return };
+        if p.ahead_ns > 0 {
+            // The keeper still waits for a late answer: its clock stands
+            // where the answer came, until true time gets there.
+            let answered = self.now + p.ahead_ns;
+            m.next_wake = answered;
+            self.push(answered, Event::Wake(i));
+            return;
+        }
         let due = p.keeper.step();
         let open = p.fence.check().is_some();
         let next = m.when_mono(self.now, due).max(self.now + MS);
@@ -373,6 +390,15 @@ impl Sim {
             }
         }
         self.push(next, Event::Wake(i));
+        // A grant open since before this step must still be the store's
+        // (checked at each step, besides openings and sweeps).
+        let seen = self.machines[i].process.as_ref().and_then(|p| {
+            let (grant, ticket) = p.fence.check()?;
+            (ticket == p.ticket).then(|| node_of(grant.node_bits))
+        });
+        if let Some(node) = seen {
+            self.check_held(i, node);
+        }
         self.saw_fence(i);
     }
 
@@ -485,8 +511,9 @@ impl Sim {
     }
 
     /// An open fence for `node` on machine `i`: the store must give `node`
-    /// to this process.
+    /// to this process, and its deadline must not have passed.
     pub(super) fn check_held(&mut self, i: usize, node: u64) {
+        self.check_deadline(i, node);
         let Some(p) = &self.machines[i].process else {
             return;
         };
@@ -510,6 +537,40 @@ impl Sim {
                 "t={} machine {i}'s fence is open for node id {node}, which the store gives to {:?}",
                 self.now,
                 self.backend.holder_of(node)
+            ));
+        }
+    }
+
+    /// An open fence for `node` on machine `i` must close a TTL less the
+    /// margin after the last request its keeper sent that the store applied
+    /// (the store saw it in the millisecond it was sent), by the machine's
+    /// monotonic clock: a renewal's deadline counts from its sending, not
+    /// from its answer, however late that came.
+    fn check_deadline(&mut self, i: usize, node: u64) {
+        let m = &self.machines[i];
+        let Some(p) = &m.process else { return };
+        let Some(applied_ms) = self.backend.last_applied(p.holder) else {
+            return;
+        };
+        let sent = (applied_ms - T0_MS) * MS;
+        let ttl = self.ttl_ns();
+        let valid = ttl - ttl / 5;
+        // True time for `valid` on the machine's clock, rounded up; and the
+        // millisecond the store's clock reads.
+        let valid_true = u128::from(valid) * 1_000_000 / (1_000_000 + m.drift_ppm) as u128 + 1;
+        let deadline = sent + u64::try_from(valid_true).unwrap_or(u64::MAX) + MS;
+        if self.now < deadline {
+            return;
+        }
+        if p.suspended_in_grant {
+            self.report.open_past_deadline_suspended += 1;
+        } else {
+            self.report.open_past_deadline += 1;
+            self.report.note(format!(
+                "t={} machine {i}'s fence is open for node id {node} {:.3} s after its keeper \
+                 last sent a request the store applied",
+                self.now,
+                (self.now - sent) as f64 / SECOND as f64
             ));
         }
     }
@@ -654,8 +715,9 @@ impl Sim {
             45..50 => 3,
             50..65 => 4,
             65..70 => 5,
-            70..85 => 6,
-            _ => 7,
+            70..83 => 6,
+            83..93 => 7,
+            _ => 8,
         };
         self.report.faults[kind] += 1;
         let now = self.now;
@@ -721,10 +783,18 @@ impl Sim {
                 self.push(now + correct, Event::Heal(i));
             }
             _ => {
-                let (fault, length) = if kind == 6 {
-                    (Fault::Cut, self.rng.log_uniform(SECOND, 6 * ttl))
-                } else {
-                    (Fault::RepliesLost, self.rng.log_uniform(100 * MS, 3 * ttl))
+                let (fault, length) = match kind {
+                    6 => (Fault::Cut, self.rng.log_uniform(SECOND, 6 * ttl)),
+                    7 => (Fault::RepliesLost, self.rng.log_uniform(100 * MS, 3 * ttl)),
+                    // A link going bad: the next answer (a renewal's,
+                    // within a third of the TTL) late by up to the TTL,
+                    // then none. The deadline of that renewal (counted from
+                    // its sending) alone fences the holder in time.
+                    _ => {
+                        let late = Duration::from_nanos(self.rng.log_uniform(100 * MS, ttl));
+                        let cut = self.rng.log_uniform(SECOND, 2 * ttl);
+                        (Fault::LateThenCut(late), ttl / 3 + 100 * MS + cut)
+                    }
                 };
                 let m = &mut self.machines[i];
                 if m.link.is_some() {
@@ -757,7 +827,11 @@ impl Sim {
             && until <= now
         {
             m.link = None;
-            m.calm_from = m.calm_from.max(now + grace);
+            m.sync(now);
+            // A keeper still waiting for a late answer claims again only
+            // once it has it.
+            let waiting = m.process.as_ref().map_or(0, |p| p.ahead_ns);
+            m.calm_from = m.calm_from.max(now + waiting + grace);
             if let Some(p) = &m.process {
                 self.backend.set_fault(p.holder, None);
             }

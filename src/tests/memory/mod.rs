@@ -2,7 +2,8 @@
 //! simulation: the claim, renew and release rules of the etcd and Redis
 //! backends over data that every keeper made from a [`MemoryBackend`]
 //! shares, with node keys expiring by the store's own (injected) clock and
-//! faults on demand: an outage, a holder cut off, answers lost or late.
+//! faults on demand: an outage, a holder cut off, answers lost or late
+//! (by a controlled amount, on the holder's own clock).
 //!
 //! The store is one server, or (`MemoryBackend::replicated`) Redis behind
 //! Sentinel: a primary and replicas with asynchronous replication
@@ -25,10 +26,11 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::error::LeaseError;
 use crate::lease::keeper::{Ask, Claim, Claimed, Settings, Skipped, Store};
+use crate::plant::Plant;
 
 pub(crate) use node::{Last, Recorder, SimNode, build_leased};
 pub(crate) use servers::Servers;
-use servers::Write;
+use servers::{Epoch, Write};
 
 /// What goes wrong between one holder and the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,11 @@ pub(crate) enum Fault {
     /// Requests are applied but their answers are lost: each fails as
     /// unreachable although the store did what it asked.
     RepliesLost,
+    /// A link going bad: the next request is applied at once and its
+    /// answer arrives this much later (the holder's clock,
+    /// [`MemoryBackend::set_clock`], moves on by it before the answer is
+    /// returned); from then on the link is cut ([`Fault::Cut`]).
+    LateThenCut(Duration),
 }
 
 /// A node key: who holds the node id, until when (store milliseconds).
@@ -53,8 +60,8 @@ pub(crate) struct NodeKey {
     pub(crate) expires_ms: u64,
 }
 
-/// Run with the store's lock released, as a request is answered.
-type Hook = Arc<dyn Fn() + Send + Sync>;
+/// Moves a holder's clock on by the time given: how long its answer took.
+type HolderClock = Arc<dyn Fn(Duration) + Send + Sync>;
 
 struct Table {
     clock: Arc<dyn Clock>,
@@ -65,10 +72,13 @@ struct Table {
     epoch_rule: bool,
     down: bool,
     faults: HashMap<u64, Fault>,
-    hooks: HashMap<u64, Hook>,
+    clocks: HashMap<u64, HolderClock>,
     next_holder: u64,
     next_handle: i64,
     requests: u64,
+    /// Per holder: the store's time when its last request reached a server
+    /// and was applied.
+    applied: HashMap<u64, u64>,
 }
 
 impl Table {
@@ -84,10 +94,6 @@ pub(crate) struct MemoryBackend {
     table: Arc<Mutex<Table>>,
 }
 
-#[allow(
-    dead_code,
-    reason = "the fleet simulation's API; not every test uses all of it"
-)]
 impl MemoryBackend {
     /// An empty store on one server whose node keys expire by `clock` (the
     /// simulation's true time, say a [`ManualClock`]).
@@ -120,10 +126,11 @@ impl MemoryBackend {
                 epoch_rule,
                 down: false,
                 faults: HashMap::new(),
-                hooks: HashMap::new(),
+                clocks: HashMap::new(),
                 next_holder: 1,
                 next_handle: 1,
                 requests: 0,
+                applied: HashMap::new(),
             })),
         }
     }
@@ -144,13 +151,8 @@ impl MemoryBackend {
             ttl_ms: u64::try_from(settings.ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
             timeout: settings.connect_timeout,
             connected: None,
-            ignore_renewal_acks: false,
+            plant: settings.plant,
         }
-    }
-
-    /// The store's clock.
-    pub(crate) fn now_ms(&self) -> u64 {
-        self.table().clock.now_ms()
     }
 
     /// An outage: while `down`, every request of every holder fails as
@@ -168,15 +170,15 @@ impl MemoryBackend {
         };
     }
 
-    /// Runs `hook` each time a request of `holder` has been applied, before
-    /// its answer is returned (`None`: no more): moving that holder's clocks
-    /// in it makes an answer arrive late.
-    pub(crate) fn on_answer(&self, holder: u64, hook: Option<Hook>) {
-        let mut table = self.table();
-        match hook {
-            Some(hook) => table.hooks.insert(holder, hook),
-            None => table.hooks.remove(&holder),
-        };
+    /// How `holder`'s clock moves while an answer to it is late
+    /// ([`Fault::LateThenCut`]): `advance` is called with the delay, with the
+    /// store's lock released, before the answer is returned.
+    pub(crate) fn set_clock(
+        &self,
+        holder: u64,
+        advance: impl Fn(Duration) + Send + Sync + 'static,
+    ) {
+        self.table().clocks.insert(holder, Arc::new(advance));
     }
 
     /// Writes a node id's mark on the named primary, as an operator (or a
@@ -192,10 +194,12 @@ impl MemoryBackend {
     pub(crate) fn set_epoch(&self, since_ms: u64) {
         let mut table = self.table();
         let named = table.servers.named;
-        let replid = table.servers.all[named].replid;
-        table
-            .servers
-            .write(named, since_ms, Write::Epoch((replid, since_ms)));
+        let epoch = Epoch {
+            replid: table.servers.all[named].replid,
+            since: since_ms,
+            longest: 0,
+        };
+        table.servers.write(named, since_ms, Write::Epoch(epoch));
     }
 
     /// A node id's mark on the named primary (`None`: never written).
@@ -221,23 +225,16 @@ impl MemoryBackend {
         })
     }
 
-    /// The node ids held now on the named primary, with their keys, by the
-    /// store's clock.
-    pub(crate) fn held(&self) -> Vec<(u64, NodeKey)> {
-        let table = self.table();
-        let now = table.clock.now_ms();
-        table
-            .named()
-            .nodes
-            .iter()
-            .filter(|(_, key)| key.expires_ms > now)
-            .map(|(node, key)| (*node, *key))
-            .collect()
-    }
-
     /// Requests that reached the store so far.
     pub(crate) fn requests(&self) -> u64 {
         self.table().requests
+    }
+
+    /// The store's time when the last request of `holder` reached a server
+    /// and was applied: no renewal or claim of it was sent later, so its
+    /// fence must close within a TTL less the margin of this.
+    pub(crate) fn last_applied(&self, holder: u64) -> Option<u64> {
+        self.table().applied.get(&holder).copied()
     }
 
     /// Drives the servers (a failover, a partition): `f` gets them with
@@ -259,8 +256,9 @@ pub(crate) struct MemoryStore {
     /// The server it talks to, resolved through the sentinels when it has
     /// none, and dropped after a failed request.
     connected: Option<usize>,
-    /// A planted bug: a renewal too few replicas acknowledged counts.
-    pub(crate) ignore_renewal_acks: bool,
+    /// A bug planted on purpose: the store's part of
+    /// `Plant::WaitShortCounted` (as the Redis store's).
+    plant: Option<Plant>,
 }
 
 impl MemoryStore {
@@ -279,7 +277,7 @@ impl MemoryStore {
         what: &str,
         apply: impl FnOnce(&mut Table, usize, u64) -> Result<T, String>,
     ) -> Result<T, LeaseError> {
-        let (answer, hook) = {
+        let (answer, late) = {
             let mut table = self.backend.table();
             let fault = table.faults.get(&self.holder).copied();
             if table.down || fault == Some(Fault::Cut) {
@@ -296,23 +294,30 @@ impl MemoryStore {
                 self.connected = None;
                 return Err(self.unreachable(what, "no answer"));
             }
+            table.applied.insert(self.holder, now);
             self.connected = Some(server);
             if new && table.epoch_rule {
-                touch_epoch(&mut table, server, now);
+                // As the Redis store's touch: a primary that cannot start
+                // one yet is left to the claim.
+                let _ = start_epoch(&mut table, server, now, self.ttl_ms, self.plant);
             }
             let answer = apply(&mut table, server, now);
             if answer.is_err() {
                 self.connected = None;
             }
-            let hook = table.hooks.get(&self.holder).cloned();
-            if fault == Some(Fault::RepliesLost) {
-                (None, hook)
-            } else {
-                (Some(answer), hook)
+            match fault {
+                Some(Fault::RepliesLost) => (None, None),
+                Some(Fault::LateThenCut(by)) => {
+                    table.faults.insert(self.holder, Fault::Cut);
+                    let clock = table.clocks.get(&self.holder).cloned();
+                    let clock = clock.expect("a late answer needs the holder's clock (set_clock)");
+                    (Some(answer), Some((clock, by)))
+                }
+                _ => (Some(answer), None),
             }
         };
-        if let Some(hook) = hook {
-            hook();
+        if let Some((clock, by)) = late {
+            clock(by);
         }
         match answer {
             Some(Ok(answer)) => Ok(answer),
@@ -330,17 +335,56 @@ impl MemoryStore {
     }
 }
 
-/// As the Redis store does on reaching a primary: starts its epoch if it
-/// is new to the data and has its replicas.
-fn touch_epoch(table: &mut Table, s: usize, now: u64) {
+/// As the Redis store's epoch rule does on a primary: starts its epoch if
+/// it is new to the data and has its replicas (`Err` if it has not),
+/// waiting out the longest of `ttl_ms` and every TTL the record shows in
+/// use within twice that TTL (the record ignored with
+/// `Plant::EpochOwnTtl`); returns how long a claim now waits.
+fn start_epoch(
+    table: &mut Table,
+    s: usize,
+    now: u64,
+    ttl_ms: u64,
+    plant: Option<Plant>,
+) -> Result<u64, String> {
     let server = &table.servers.all[s];
-    let current = server
-        .data
-        .epoch
-        .is_some_and(|(replid, _)| replid == server.replid);
-    if server.follows.is_none() && !current && table.servers.online(s) >= table.acks {
-        let replid = server.replid;
-        table.servers.write(s, now, Write::Epoch((replid, now)));
+    match server.data.epoch {
+        Some(epoch) if epoch.replid == server.replid => {
+            let longest = ttl_ms.max(epoch.longest);
+            return Ok(epoch.since.saturating_add(longest).saturating_sub(now));
+        }
+        _ => {}
+    }
+    let (online, acks) = (table.servers.online(s), table.acks);
+    if server.follows.is_some() || online < acks {
+        return Err(format!(
+            "FLAKEID_REPLICAS {online} of {acks} replicas online"
+        ));
+    }
+    let mut longest = ttl_ms;
+    if plant != Some(Plant::EpochOwnTtl) {
+        for (&ttl, &till) in &server.data.ttls {
+            if ttl > longest && till.saturating_add(ttl) > now {
+                longest = ttl;
+            }
+        }
+    }
+    let epoch = Epoch {
+        replid: server.replid,
+        since: now,
+        longest,
+    };
+    table.servers.write(s, now, Write::Epoch(epoch));
+    Ok(longest)
+}
+
+/// Notes a claim's or renewal's TTL in the record, as the Redis scripts do
+/// behind Sentinel.
+fn note_ttl(table: &mut Table, s: usize, now: u64, ttl_ms: u64, plant: Option<Plant>) {
+    if table.epoch_rule && plant != Some(Plant::EpochOwnTtl) {
+        table
+            .servers
+            .write(s, now, Write::Ttl(ttl_ms, now.saturating_add(ttl_ms)));
     }
 }
 
@@ -358,30 +402,15 @@ impl Store for MemoryStore {
     }
 
     fn claim(&mut self, ask: &Ask) -> Result<Claimed, LeaseError> {
-        let (holder, ttl_ms) = (self.holder, self.ttl_ms);
+        let (holder, ttl_ms, plant) = (self.holder, self.ttl_ms, self.plant);
+        let short_counts = plant == Some(Plant::WaitShortCounted);
         self.request("claim a node id", |table, s, now| {
             writable(table, s)?;
             let acks = table.acks;
-            let mut wait_ms = 0;
-            if table.epoch_rule {
-                let server = &table.servers.all[s];
-                match server.data.epoch {
-                    Some((replid, since)) if replid == server.replid => {
-                        wait_ms = since.saturating_add(ttl_ms).saturating_sub(now);
-                    }
-                    _ => {
-                        let online = table.servers.online(s);
-                        if online < acks {
-                            return Err(format!(
-                                "FLAKEID_REPLICAS {online} of {acks} replicas online"
-                            ));
-                        }
-                        let replid = server.replid;
-                        table.servers.write(s, now, Write::Epoch((replid, now)));
-                        wait_ms = ttl_ms;
-                    }
-                }
-            }
+            let wait_ms = match table.epoch_rule {
+                true => start_epoch(table, s, now, ttl_ms, plant)?,
+                false => 0,
+            };
             let mut skipped = Skipped::default();
             let mut claimed = None;
             for node in ask.first..=ask.last {
@@ -408,6 +437,7 @@ impl Store for MemoryStore {
                 table.servers.write(s, now, Write::Node(node, Some(key)));
                 let ceiling_ms = mark_ms.max(ask.ceiling_ms);
                 table.servers.write(s, now, Write::Mark(node, ceiling_ms));
+                note_ttl(table, s, now, ttl_ms, plant);
                 claimed = Some(Claim {
                     node,
                     mark_ms,
@@ -418,6 +448,7 @@ impl Store for MemoryStore {
             }
             if acks > 0 {
                 let acked = table.servers.wait(s, acks);
+                let acked = if short_counts { acks } else { acked };
                 if acked < acks {
                     // Given back: it counts for nothing.
                     if let Some(claim) = &claimed {
@@ -435,7 +466,8 @@ impl Store for MemoryStore {
     }
 
     fn renew(&mut self, claim: &Claim, ceiling_ms: u64) -> Result<bool, LeaseError> {
-        let (ttl_ms, ignore_acks) = (self.ttl_ms, self.ignore_renewal_acks);
+        let (ttl_ms, plant) = (self.ttl_ms, self.plant);
+        let short_counts = plant == Some(Plant::WaitShortCounted);
         self.request("renew the lease", |table, s, now| {
             let data = &table.servers.all[s].data;
             let Some(key) = data
@@ -453,6 +485,7 @@ impl Store for MemoryStore {
             table
                 .servers
                 .write(s, now, Write::Node(claim.node, Some(key)));
+            note_ttl(table, s, now, ttl_ms, plant);
             if mark < ceiling_ms {
                 table
                     .servers
@@ -461,7 +494,7 @@ impl Store for MemoryStore {
             let acks = table.acks;
             if acks > 0 {
                 let acked = table.servers.wait(s, acks);
-                if acked < acks && !ignore_acks {
+                if acked < acks && !short_counts {
                     return Err(format!("{acked} of {acks} replicas acknowledged"));
                 }
             }
@@ -491,11 +524,12 @@ impl Store for MemoryStore {
 
 mod tests {
     use std::collections::HashSet;
+    use std::ops::RangeInclusive;
 
     use super::*;
-    use crate::GenerateError;
     use crate::clock::ManualClock;
     use crate::error::BuildError;
+    use crate::error::GenerateError;
     use crate::layout::Layout;
     use crate::lease::Terms;
 
@@ -728,6 +762,83 @@ mod tests {
         }
         assert!(a_open_until.is_some(), "a was open after the failover");
         assert_eq!(b.open_node(), Some(0), "b opened after the TTL");
+    }
+
+    /// Mixed TTLs under one prefix: `c` (TTL 3 s, node id 1) has run long
+    /// enough for the lagging replica to have the record of its TTL; `a`
+    /// (TTL 3 s, node id 0) claims, and a failover to that replica loses
+    /// the claim, `a` cut off. `b` (TTL 1 s) claims node id 0 on the new primary: its
+    /// epoch must wait out 3 s, not 1 s, so that `a`'s fence has closed
+    /// before `b`'s opens. `Err` says what broke.
+    fn mixed_ttls_after_a_lost_claim(plant: Option<Plant>) -> Result<(), String> {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::replicated(store_clock.clone(), &[0, 5_000], 1);
+        backend.set_epoch(T - 3_600_000);
+        let terms = |ttl_s: u64, nodes: RangeInclusive<u64>| Leasing {
+            backend: backend.clone(),
+            terms: Terms {
+                ttl: Duration::from_secs(ttl_s),
+                node_ids: Some(nodes),
+                connect_timeout: Duration::from_millis(100),
+                plant,
+                ..Terms::default()
+            },
+        };
+        let mut c = node(&terms(3, 1..=1), T).unwrap();
+        run_for(&store_clock, &mut [&mut c], Duration::from_secs(6));
+        let mut a = node(&terms(3, 0..=0), store_clock.now_ms()).unwrap();
+        run_for(
+            &store_clock,
+            &mut [&mut a, &mut c],
+            Duration::from_millis(500),
+        );
+        // The primary stops, with `a` cut off from everything; `c` is gone.
+        // `b` is the first to reach the new primary (had `a` or `c` reached
+        // it first, the epoch would wait out their TTL anyway).
+        c.crash();
+        backend.set_fault(a.holder(), Some(Fault::Cut));
+        backend.servers(|servers, _| {
+            servers.all[0].paused = true;
+            servers.promote(2);
+        });
+        if backend.holder_of(0).is_some() {
+            return Err("the failover kept a's claim: the test shows nothing".into());
+        }
+        let mut b = node(&terms(1, 0..=0), store_clock.now_ms()).unwrap();
+        let (mut a_open, mut b_open) = (false, false);
+        for _ in 0..100 {
+            run_for(
+                &store_clock,
+                &mut [&mut a, &mut b],
+                Duration::from_millis(50),
+            );
+            a_open |= a.open_node() == Some(0);
+            b_open |= b.open_node() == Some(0);
+            if a.open_node() == Some(0) && b.open_node() == Some(0) {
+                return Err(format!(
+                    "two fences open for node 0, {} ms after the failover",
+                    store_clock.now_ms() - T - 6_500
+                ));
+            }
+        }
+        match (a_open, b_open) {
+            (true, true) => Ok(()),
+            _ => Err(format!(
+                "a open after the failover: {a_open}; b opened: {b_open}"
+            )),
+        }
+    }
+
+    #[test]
+    fn a_new_epoch_waits_out_the_longest_ttl_in_use() {
+        assert_eq!(mixed_ttls_after_a_lost_claim(None), Ok(()));
+        let planted = mixed_ttls_after_a_lost_claim(Some(Plant::EpochOwnTtl));
+        assert!(
+            planted
+                .as_ref()
+                .is_err_and(|e| e.starts_with("two fences open")),
+            "an epoch that waits the claimer's TTL only went unnoticed: {planted:?}"
+        );
     }
 
     /// A primary deposed by a failover that answers again, without its

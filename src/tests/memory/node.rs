@@ -60,10 +60,6 @@ pub(crate) struct SimNode {
     last: Last,
 }
 
-#[allow(
-    dead_code,
-    reason = "the fleet simulation's API; not every test uses all of it"
-)]
 impl SimNode {
     /// Builds a generator for `layout` on `clock` (node id chosen by the
     /// lease), leased on `backend` with `terms`, claiming its node id now
@@ -92,6 +88,11 @@ impl SimNode {
             settings.wall = WallClock::new(clock.clone());
             let store = backend.store(&settings);
             let holder = store.holder();
+            let (moved, wall) = (mock.clone(), clock.clone());
+            backend.set_clock(holder, move |by| {
+                moved.increment(by);
+                wall.advance(by);
+            });
             let mut run = Run::new(store, settings, fence.clone());
             run.claim_first()?;
             keeper = Some((run, holder));
@@ -118,26 +119,10 @@ impl SimNode {
         &self.generator
     }
 
-    /// The node's wall clock (shared with the generator and the keeper).
-    pub(crate) fn clock(&self) -> &ManualClock {
-        &self.clock
-    }
-
-    /// The fence's monotonic clock: `increment` it to let time pass for the
-    /// lease's deadline.
-    pub(crate) fn mock(&self) -> &Arc<quanta::Mock> {
-        &self.mock
-    }
-
     /// Lets `by` pass on both of the node's clocks.
     pub(crate) fn advance(&self, by: Duration) {
         self.mock.increment(by);
         self.clock.advance(by);
-    }
-
-    /// The fence's clock now, in nanoseconds since the node started.
-    pub(crate) fn now_ns(&self) -> u64 {
-        self.fence.now_ns()
     }
 
     /// One round of the keeper (see `Run::step`): returns the fence
@@ -164,13 +149,6 @@ impl SimNode {
         let (grant, _) = self.fence.check()?;
         let id = crate::id::Id::from_u64(grant.node_bits);
         self.generator.layout().decode(id).ok().map(|d| d.node_id())
-    }
-
-    /// The free node ids the keeper's last claim skipped for their marks:
-    /// how many, and the lowest with their marks.
-    pub(crate) fn skipped(&self) -> (u64, Vec<(u64, u64)>) {
-        let s = self.keeper.skipped();
-        (s.count, s.lowest.clone())
     }
 
     /// A clean shutdown: drops the generator, then the keeper records the

@@ -17,14 +17,27 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::NodeKey;
 
-/// One server's data: node keys, marks, and the epoch key.
+/// One server's data: node keys, marks, the epoch key and the record of
+/// TTLs in use.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Data {
     pub(crate) nodes: BTreeMap<u64, NodeKey>,
     pub(crate) marks: BTreeMap<u64, u64>,
-    /// `<prefix>:epoch`: the replication id of the primary that serves the
-    /// data and the store time from which it did.
-    pub(crate) epoch: Option<(u64, u64)>,
+    /// `<prefix>:epoch`.
+    pub(crate) epoch: Option<Epoch>,
+    /// `<prefix>:ttls`: each TTL a claim or renewal used (ms), and the
+    /// latest store time a lease of it may last until.
+    pub(crate) ttls: BTreeMap<u64, u64>,
+}
+
+/// `<prefix>:epoch`: the replication id of the primary that serves the
+/// data, the store time from which it did, and the longest TTL its first
+/// claims wait out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Epoch {
+    pub(crate) replid: u64,
+    pub(crate) since: u64,
+    pub(crate) longest: u64,
 }
 
 impl Data {
@@ -48,6 +61,10 @@ impl Data {
                 self.marks.insert(node, mark);
             }
             Write::Epoch(epoch) => self.epoch = Some(epoch),
+            Write::Ttl(ttl, till) => {
+                let kept = self.ttls.entry(ttl).or_default();
+                *kept = (*kept).max(till);
+            }
         }
     }
 }
@@ -57,7 +74,9 @@ impl Data {
 pub(crate) enum Write {
     Node(u64, Option<NodeKey>),
     Mark(u64, u64),
-    Epoch((u64, u64)),
+    Epoch(Epoch),
+    /// A TTL in use (ms), and until when a lease of it may last.
+    Ttl(u64, u64),
 }
 
 /// One data node.

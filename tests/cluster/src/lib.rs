@@ -1,38 +1,46 @@
 //! flakeid's fault test: leased generators on real clusters, a nemesis, a
 //! checker.
 //!
-//! - **The clusters** (`flakeid-test-servers`): a 3-member etcd cluster, and
-//!   Redis with a primary, two replicas and three sentinels, each member on a
-//!   loopback address of its own.
-//! - **Generator processes** (`fault-worker`, [`worker`]): each builds a
-//!   leased generator over few node ids, calls `try_next_id` in a loop,
-//!   appends every ID it is handed to a file, and reports on its standard
-//!   output (as [`record::Line`]s) when it was built, fenced, issuing again,
-//!   and what its lease keeper said. Several processes compete for the node
-//!   ids and are replaced as they exit, so node ids change hands. Some run
-//!   with their wall clock skewed by libfaketime. Planted bugs live here, as
-//!   modes of the worker ([`worker::Plant`]), never in the library.
-//! - **The nemesis** ([`run`]): pauses (SIGSTOP), kills and restarts, and
-//!   isolates (iptables) one member at a time, the etcd leader and the
-//!   Redis primary included; pauses generator processes past their
-//!   deadline; starts generators with skewed clocks.
-//! - **The checker** ([`check`]): reads every ID every process issued and
-//!   fails on a duplicate, or on a (node id, millisecond) two processes
-//!   issued in (an overlap, even without a duplicate); reports the time
-//!   generators were fenced per fault kind, and IDs per second.
+//! - **The clusters** ([`cluster`], on `flakeid-test-servers`): a 3-member
+//!   etcd cluster, and Redis with a primary, two replicas and three
+//!   sentinels, each member on a loopback address of its own.
+//! - **Generator processes** (`fault-worker`, [`worker`], run as a
+//!   [`fleet`]): each builds a leased generator over few node ids, asks it
+//!   for IDs every millisecond, records each ID with the time of its call,
+//!   and reports (as [`record::Line`]s) when it was built, fenced, issuing
+//!   again, and each extension of its lease with the instants the request
+//!   went and the answer came. Several processes compete for the node ids
+//!   and are replaced as they exit, so node ids change hands. Some run
+//!   with their wall clock skewed by libfaketime.
+//! - **The nemesis** ([`nemesis`]): pauses (SIGSTOP), kills and restarts,
+//!   and isolates (iptables) one member at a time, the etcd leader and the
+//!   Redis primary included (on Redis until the sentinels fail over);
+//!   pauses generator processes past their deadline; starts generators
+//!   with skewed clocks.
+//! - **The checker** ([`check`]): duplicates, overlaps, deadlines, hand-off
+//!   order, the workers' exits and output, the faults injected and the
+//!   failovers completed; the time generators were fenced per fault kind.
+//! - **Planted bugs** ([`scenario`]): the library's own (`flakeid::plant`,
+//!   built with `--cfg flakeid_plant`), each in a scenario that makes it
+//!   matter within milliseconds, beside the honest control of the same
+//!   scenario.
 //!
-//! The short runs are this crate's integration tests (`cargo test -p
-//! flakeid-fault-tests --release`); the long run is `fault-run` (see its
-//! `--help`). Both need etcd, redis-server, iptables and libfaketime
+//! The short runs and the scenarios are this crate's integration tests
+//! (`cargo test -p flakeid-fault-tests --release`; the plants under
+//! `RUSTFLAGS="--cfg flakeid_plant"`); the long run is `fault-run` (see
+//! its `--help`). Both need etcd, redis-server, iptables and libfaketime
 //! (Debian: etcd-server, redis-server, iptables, faketime, libfaketime),
 //! and root: iptables (`sudo -n iptables` is tried otherwise), and the
 //! members' own group ids, without which isolating an etcd member cuts
 //! only the connections made to it, not the ones it dials.
 
 pub mod check;
+pub mod cluster;
+pub mod fleet;
 pub mod history;
+pub mod nemesis;
 pub mod record;
-pub mod run;
+pub mod scenario;
 pub mod worker;
 
 use std::ops::RangeInclusive;

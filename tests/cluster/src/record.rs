@@ -1,11 +1,19 @@
 //! What a run leaves in its directory, and how each piece is read back.
 //!
-//! - `w<k>.ids`: every ID worker `k` was handed, in order, as little-endian
-//!   `u64`s.
+//! - `w<k>.ids`: every ID worker `k` was handed, in order, as [`Issued`]
+//!   records: when the `try_next_id` call that returned it started and
+//!   ended, and the ID.
 //! - `w<k>.events`: worker `k`'s [`Line`]s, one per line: what the worker
 //!   printed on its standard output, and what the runner saw of it (its
-//!   exit, its pauses).
-//! - `faults`: the nemesis's [`Fault`]s, one per line.
+//!   pauses, its stop, its exit).
+//! - `w<k>.stderr`: worker `k`'s standard error (an honest worker writes
+//!   nothing there).
+//! - `faults`: the nemesis's [`Fault`]s, one per line; `skipped`: the
+//!   faults it could not inject (no member in the role, no generator
+//!   issuing), one per line, as `<mono ns> <kind>`.
+//! - `params`: the run's [`Params`], which the checker needs.
+//! - `<member>.log`: each cluster member's log (the sentinels' tell when
+//!   a failover completed: `+switch-master`).
 //!
 //! Times are CLOCK_MONOTONIC nanoseconds ([`crate::mono_ns`]), shared by
 //! every process, with the writer's wall clock in Unix milliseconds beside.
@@ -24,11 +32,15 @@ pub struct Line {
 /// The kinds of [`Line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum What {
-    /// The worker started: its process id, planted bug and clock skew.
+    /// The worker started: its process id, planted bug, clock skew, and
+    /// its lease's TTL and safety margin (the checker computes deadlines
+    /// from them).
     Start {
         pid: u32,
         plant: String,
         skew_ms: i64,
+        ttl_ms: u64,
+        margin_ms: u64,
     },
     /// Building the leased generator failed (it retries).
     BuildFailed { reason: String },
@@ -39,9 +51,16 @@ pub enum What {
     Fenced { node: u64, since_ns: u64 },
     /// The first ID after a fence, under `node`.
     Issuing { node: u64 },
-    /// A planted bug took over: from here the worker issues under `node`
-    /// with an unleased generator.
-    Unleased { node: u64 },
+    /// The lease keeper extended the lease of `node` (a claim, or a
+    /// renewal of the claim before): the request was sent at `sent_ns`
+    /// and its answer arrived at `arrived_ns` (the keeper's own instants,
+    /// on CLOCK_MONOTONIC). The checker computes the deadline from them.
+    Extended {
+        node: u64,
+        claim: bool,
+        sent_ns: u64,
+        arrived_ns: u64,
+    },
     /// The lease keeper's event (its `Display`).
     Lease { event: String },
     /// Every quarter second: IDs so far, the node id and Unix millisecond
@@ -55,6 +74,13 @@ pub enum What {
     Paused,
     /// Seen by the runner: SIGCONT.
     Resumed,
+    /// Done by the runner: the worker was asked to stop (its stdin
+    /// closed).
+    Stopped,
+    /// Done by the runner: the worker had not exited within
+    /// [`STOP_WITHIN`](crate::fleet::STOP_WITHIN) of being asked to, or
+    /// the run was over, and was killed.
+    Killed,
     /// Seen by the runner: the process exited.
     Exit { status: String },
 }
@@ -67,18 +93,30 @@ impl fmt::Display for Line {
                 pid,
                 plant,
                 skew_ms,
-            } => write!(f, "start {pid} {plant} {skew_ms}"),
+                ttl_ms,
+                margin_ms,
+            } => write!(f, "start {pid} {plant} {skew_ms} {ttl_ms} {margin_ms}"),
             What::BuildFailed { reason } => write!(f, "build-failed {}", one_line(reason)),
             What::Built { node } => write!(f, "built {node}"),
             What::Fenced { node, since_ns } => write!(f, "fenced {node} {since_ns}"),
             What::Issuing { node } => write!(f, "issuing {node}"),
-            What::Unleased { node } => write!(f, "unleased {node}"),
+            What::Extended {
+                node,
+                claim,
+                sent_ns,
+                arrived_ns,
+            } => {
+                let kind = if *claim { "claim" } else { "renewal" };
+                write!(f, "extended {node} {kind} {sent_ns} {arrived_ns}")
+            }
             What::Lease { event } => write!(f, "lease {}", one_line(event)),
             What::Progress { ids, node, last_ms } => write!(f, "progress {ids} {node} {last_ms}"),
             What::Error { error } => write!(f, "error {}", one_line(error)),
             What::End { ids } => write!(f, "end {ids}"),
             What::Paused => write!(f, "paused"),
             What::Resumed => write!(f, "resumed"),
+            What::Stopped => write!(f, "stopped"),
+            What::Killed => write!(f, "killed"),
             What::Exit { status } => write!(f, "exit {}", one_line(status)),
         }
     }
@@ -114,6 +152,8 @@ impl Line {
                     pid: f.next()?.parse().ok()?,
                     plant: f.next()?.into(),
                     skew_ms: f.next()?.parse().ok()?,
+                    ttl_ms: f.next()?.parse().ok()?,
+                    margin_ms: f.next()?.parse().ok()?,
                 }
             }
             "build-failed" => What::BuildFailed {
@@ -125,7 +165,21 @@ impl Line {
                 since_ns: num()?,
             },
             "issuing" => What::Issuing { node: num()? },
-            "unleased" => What::Unleased { node: num()? },
+            "extended" => {
+                let mut f = rest.split(' ');
+                let node = f.next()?.parse().ok()?;
+                let claim = match f.next()? {
+                    "claim" => true,
+                    "renewal" => false,
+                    _ => return None,
+                };
+                What::Extended {
+                    node,
+                    claim,
+                    sent_ns: f.next()?.parse().ok()?,
+                    arrived_ns: f.next()?.parse().ok()?,
+                }
+            }
             "lease" => What::Lease { event: rest.into() },
             "progress" => What::Progress {
                 ids: num()?,
@@ -136,6 +190,8 @@ impl Line {
             "end" => What::End { ids: num()? },
             "paused" => What::Paused,
             "resumed" => What::Resumed,
+            "stopped" => What::Stopped,
+            "killed" => What::Killed,
             "exit" => What::Exit {
                 status: rest.into(),
             },
@@ -185,6 +241,103 @@ impl Fault {
     }
 }
 
+/// One ID a worker was handed: its `try_next_id` call started at
+/// `start_ns` and returned at `end_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Issued {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub id: u64,
+}
+
+impl Issued {
+    pub const BYTES: usize = 24;
+
+    pub fn to_bytes(self) -> [u8; Self::BYTES] {
+        let mut b = [0u8; Self::BYTES];
+        b[..8].copy_from_slice(&self.start_ns.to_le_bytes());
+        b[8..16].copy_from_slice(&self.end_ns.to_le_bytes());
+        b[16..].copy_from_slice(&self.id.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Issued {
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        Issued {
+            start_ns: word(0),
+            end_ns: word(8),
+            id: word(16),
+        }
+    }
+
+    /// Every record in a worker's IDs file (a torn last record, from a
+    /// worker killed mid-write, is left out).
+    pub fn read_all(path: &Path) -> Vec<Issued> {
+        std::fs::read(path)
+            .unwrap_or_default()
+            .chunks_exact(Self::BYTES)
+            .map(Issued::from_bytes)
+            .collect()
+    }
+}
+
+/// What the checker needs to know of the run beyond the records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params {
+    /// `etcd` or `redis`.
+    pub store: String,
+    /// A worker that built its generator and then lived this long (not
+    /// counting nemesis pauses) without issuing one ID was fenced for its
+    /// whole life: a failure.
+    pub fenced_life_limit_ms: u64,
+    /// The fault kinds the run was to inject (the names in [`Fault::kind`]).
+    pub kinds: Vec<String>,
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "store {}", self.store)?;
+        writeln!(f, "fenced-life-limit-ms {}", self.fenced_life_limit_ms)?;
+        writeln!(f, "kinds {}", self.kinds.join(","))
+    }
+}
+
+impl Params {
+    pub fn parse(text: &str) -> Option<Params> {
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+                .map(str::to_owned)
+        };
+        Some(Params {
+            store: field("store")?,
+            fenced_life_limit_ms: field("fenced-life-limit-ms")?.parse().ok()?,
+            kinds: field("kinds")?
+                .split(',')
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
+
+    /// The run's parameters in `dir`, if it has them.
+    pub fn read(dir: &Path) -> Option<Params> {
+        Params::parse(&std::fs::read_to_string(params_path(dir)).ok()?)
+    }
+}
+
+pub fn params_path(dir: &Path) -> PathBuf {
+    dir.join("params")
+}
+
+pub fn skipped_path(dir: &Path) -> PathBuf {
+    dir.join("skipped")
+}
+
+pub fn stderr_path(dir: &Path, worker: usize) -> PathBuf {
+    dir.join(format!("w{worker}.stderr"))
+}
+
 pub fn ids_path(dir: &Path, worker: usize) -> PathBuf {
     dir.join(format!("w{worker}.ids"))
 }
@@ -227,7 +380,23 @@ mod tests {
                 pid: 7,
                 plant: "none".into(),
                 skew_ms: -1500,
+                ttl_ms: 3000,
+                margin_ms: 600,
             },
+            What::Extended {
+                node: 2,
+                claim: true,
+                sent_ns: 11,
+                arrived_ns: 12,
+            },
+            What::Extended {
+                node: 2,
+                claim: false,
+                sent_ns: 13,
+                arrived_ns: 14,
+            },
+            What::Stopped,
+            What::Killed,
             What::BuildFailed {
                 reason: "no answer from etcd\nwithin 2s".into(),
             },
@@ -268,5 +437,17 @@ mod tests {
             end_ns: 2,
         };
         assert_eq!(Fault::parse(&fault.to_string()), Some(fault));
+        let params = Params {
+            store: "redis".into(),
+            fenced_life_limit_ms: 30_000,
+            kinds: vec!["pause primary".into(), "skewed generator".into()],
+        };
+        assert_eq!(Params::parse(&params.to_string()), Some(params));
+        let issued = Issued {
+            start_ns: 1,
+            end_ns: u64::MAX,
+            id: 1 << 40,
+        };
+        assert_eq!(Issued::from_bytes(&issued.to_bytes()), issued);
     }
 }

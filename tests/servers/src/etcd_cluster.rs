@@ -7,7 +7,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::member::{Member, ScratchDir, free_port_at};
+use crate::ScratchDir;
+use crate::member::{Member, free_port_at};
 
 /// etcd's defaults, as production runs it: a heartbeat every 100 ms, an
 /// election after 1 s without one.

@@ -1,9 +1,14 @@
 //! Real servers for flakeid's lease and database tests and the
 //! `lease_measure` example: Debian's `etcd` (package `etcd-server`) and
 //! `redis-server`, started on 127.0.0.1 on free ports in temporary data
-//! directories and killed when dropped; a TCP proxy that can cut or freeze a
-//! client's connections; an impostor that answers nonsense; and a PostgreSQL
-//! server ([`Postgres`], package `postgresql`) with a cluster of its own.
+//! directories and killed when dropped; a TCP proxy ([`Proxy`]) that can
+//! cut or freeze a client's connections or hold the server's answers; an
+//! impostor that answers nonsense; and a PostgreSQL server ([`Postgres`],
+//! package `postgresql`) with a cluster of its own.
+//!
+//! Test support that every test crate shares lives here too: scratch
+//! directories ([`ScratchDir`]) and a seeded random number generator
+//! ([`Rng`]).
 //!
 //! For the fault test (`tests/cluster/`): a 3-member etcd cluster
 //! ([`EtcdCluster`]) and Redis behind Sentinel ([`RedisSentinel`]), each
@@ -18,26 +23,32 @@
 //! dev-dependency only, so it is never published.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 mod etcd_cluster;
 mod firewall;
 mod member;
 mod postgres;
+mod proxy;
+mod rng;
+mod scratch;
 mod sentinel;
 
 pub use etcd_cluster::EtcdCluster;
 pub use firewall::{Firewall, sweep_stale};
 pub use member::{
-    BLOCK, Member, ScratchDir, free_port_at, ident_of, loopback_block, signal, sweep_stale_members,
+    BLOCK, Member, free_port_at, ident_of, loopback_block, signal, sweep_stale_members,
 };
 pub use postgres::Postgres;
+pub use proxy::Proxy;
+pub use rng::Rng;
+pub use scratch::{KEEP_VAR, ScratchDir, scratch_base};
 pub use sentinel::{
     DOWN_AFTER_MS, MASTER_NAME, RedisSentinel, Resp, Role, command as redis_command,
 };
@@ -96,30 +107,24 @@ pub fn unique_prefix(name: &str) -> String {
 /// A server process with its data directory, killed and removed on drop.
 pub struct Server {
     pub kind: Kind,
-    dir: PathBuf,
     port: u16,
     peer_port: u16,
     child: Option<Child>,
+    /// Dropped after the process is killed.
+    dir: ScratchDir,
 }
 
 impl Server {
+    /// A server with its data under [`scratch_base`].
     pub fn start(kind: Kind) -> Server {
-        // tmpfs where there is one: fsync is then cheap, and the tests time
-        // the lease logic, not the disk.
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        Server::start_in(kind, base)
+        Server::start_in(kind, scratch_base())
     }
 
+    /// A server with its data under `base`.
     pub fn start_in(kind: Kind, base: PathBuf) -> Server {
-        let dir = base.join(unique_prefix(kind.name()));
-        std::fs::create_dir_all(&dir).unwrap();
         let mut server = Server {
             kind,
-            dir,
+            dir: ScratchDir::under(&base, kind.name()),
             port: free_port(),
             peer_port: free_port(),
             child: None,
@@ -132,7 +137,7 @@ impl Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join("server.log"))
+            .open(self.dir.0.join("server.log"))
             .unwrap();
         let mut command = match self.kind {
             Kind::Etcd => {
@@ -140,7 +145,7 @@ impl Server {
                 let peer = format!("http://127.0.0.1:{}", self.peer_port);
                 let mut c = Command::new("etcd");
                 c.args(["--name", "flakeid-test", "--data-dir"])
-                    .arg(self.dir.join("data"))
+                    .arg(self.dir.0.join("data"))
                     .args(["--listen-client-urls", &client])
                     .args(["--advertise-client-urls", &client])
                     .args(["--listen-peer-urls", &peer])
@@ -155,7 +160,7 @@ impl Server {
                 let mut c = Command::new("redis-server");
                 c.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
                     .arg("--dir")
-                    .arg(&self.dir)
+                    .arg(&self.dir.0)
                     // Marks must survive a crash of Redis itself.
                     .args(["--appendonly", "yes", "--appendfsync", "always"])
                     .args(["--save", "", "--protected-mode", "no"]);
@@ -187,7 +192,7 @@ impl Server {
                 panic!(
                     "{} exited at start ({status}); log: {}",
                     self.kind.name(),
-                    std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+                    std::fs::read_to_string(self.dir.0.join("server.log")).unwrap_or_default()
                 );
             }
             if self.answers() {
@@ -255,7 +260,6 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -265,132 +269,6 @@ pub fn url_at(kind: Kind, addr: SocketAddr) -> String {
         Kind::Etcd => format!("http://{addr}"),
         Kind::Redis => format!("redis://{addr}/"),
     }
-}
-
-/// A TCP proxy in front of a server: cutting it closes every connection and
-/// refuses new ones, as a crashed or partitioned client would look to the
-/// server. Counts the bytes it forwards.
-pub struct Proxy {
-    addr: SocketAddr,
-    cut: Arc<AtomicBool>,
-    /// While set, nothing is forwarded: requests hang, as behind a network
-    /// partition that drops packets.
-    frozen: Arc<AtomicBool>,
-    connections: Arc<Mutex<Vec<TcpStream>>>,
-    /// Bytes from client to server, and back.
-    pub sent: Arc<AtomicU64>,
-    pub received: Arc<AtomicU64>,
-    accepting: Option<JoinHandle<()>>,
-}
-
-impl Proxy {
-    pub fn new(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
-        let frozen = Arc::new(AtomicBool::new(false));
-        let connections = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
-        let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let accepting = {
-            let (cut, frozen, connections) = (cut.clone(), frozen.clone(), connections.clone());
-            let (sent, received) = (sent.clone(), received.clone());
-            thread::spawn(move || {
-                while !cut.load(Ordering::Acquire) {
-                    let client = match listener.accept() {
-                        Ok((client, _)) => client,
-                        Err(_) => {
-                            thread::sleep(Duration::from_millis(2));
-                            continue;
-                        }
-                    };
-                    let _ = client.set_nonblocking(false);
-                    let Ok(server) = TcpStream::connect(upstream) else {
-                        continue;
-                    };
-                    let _ = client.set_nodelay(true);
-                    let _ = server.set_nodelay(true);
-                    {
-                        let mut all = connections.lock().unwrap();
-                        all.push(client.try_clone().unwrap());
-                        all.push(server.try_clone().unwrap());
-                    }
-                    if cut.load(Ordering::Acquire) {
-                        let _ = client.shutdown(Shutdown::Both);
-                        let _ = server.shutdown(Shutdown::Both);
-                        break;
-                    }
-                    pipe(
-                        client.try_clone().unwrap(),
-                        server.try_clone().unwrap(),
-                        sent.clone(),
-                        frozen.clone(),
-                    );
-                    pipe(server, client, received.clone(), frozen.clone());
-                }
-                // The listener closes here: new connections are refused.
-            })
-        };
-        Proxy {
-            addr,
-            cut,
-            frozen,
-            connections,
-            sent,
-            received,
-            accepting: Some(accepting),
-        }
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops forwarding (connections stay open, requests hang) or resumes.
-    pub fn freeze(&self, frozen: bool) {
-        self.frozen.store(frozen, Ordering::Release);
-    }
-
-    pub fn cut(&mut self) {
-        self.cut.store(true, Ordering::Release);
-        if let Some(accepting) = self.accepting.take() {
-            let _ = accepting.join();
-        }
-        for c in self.connections.lock().unwrap().drain(..) {
-            let _ = c.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.cut();
-    }
-}
-
-fn pipe(mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>, frozen: Arc<AtomicBool>) {
-    thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            while frozen.load(Ordering::Acquire) {
-                thread::sleep(Duration::from_millis(1));
-            }
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    count.fetch_add(n as u64, Ordering::Relaxed);
-                    // Bytes read just before a freeze are held back too.
-                    while frozen.load(Ordering::Acquire) {
-                        thread::sleep(Duration::from_millis(1));
-                    }
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
 }
 
 /// A server that answers every connection with `reply` and then keeps

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+// For sentinel.rs, which names it here (its home is crate::scratch).
+pub(crate) use crate::scratch::ScratchDir;
+
 /// Addresses one cluster gets: 127.0.0.0/8 has room for 2^21 blocks of 8.
 pub const BLOCK: usize = 8;
 
@@ -280,29 +283,4 @@ fn scratch_owner(text: &str) -> Option<String> {
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         (!digits.is_empty() && rest[digits.len()..].starts_with('-')).then_some(digits)
     })
-}
-
-/// A directory removed when dropped (a cluster's data and logs), unless
-/// `FLAKEID_KEEP_CLUSTER_DIRS` is set.
-pub struct ScratchDir(pub PathBuf);
-
-impl ScratchDir {
-    pub fn new(name: &str) -> ScratchDir {
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(crate::unique_prefix(name));
-        std::fs::create_dir_all(&dir).unwrap();
-        ScratchDir(dir)
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        if std::env::var_os("FLAKEID_KEEP_CLUSTER_DIRS").is_none() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{free_port, unique_prefix};
+use crate::{free_port, scratch_base, unique_prefix};
 
 /// Where Debian installs each major version's programs.
 const DEBIAN_ROOT: &str = "/usr/lib/postgresql";
@@ -42,14 +42,8 @@ impl Postgres {
     /// or does not answer within 60 s (the message carries its log).
     pub fn start() -> Postgres {
         let bin = bin_dir();
-        // tmpfs where there is one, as for the other servers; the tests
-        // exercise conversions, not the disk.
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(unique_prefix("postgres"));
+        // The tests exercise conversions, not the disk.
+        let dir = scratch_base().join(unique_prefix("postgres"));
         std::fs::create_dir_all(&dir).unwrap();
         // PostgreSQL refuses to run as root: the cluster then belongs to the
         // `postgres` user the Debian package creates.

@@ -76,10 +76,14 @@ impl RedisSentinel {
             let data = dir.0.join(&name);
             std::fs::create_dir_all(&data).unwrap();
             // Dialing the primary from its own address (not 127.0.0.1),
-            // so that isolating it by address cuts that link too.
+            // so that isolating it by address cuts that link too. A full
+            // resync starts at once (`repl-diskless-sync-delay 0`, as the
+            // lease docs advise): a promoted primary's epoch starts only
+            // once it has a replica online.
             let mut conf = format!(
                 "port {port}\nbind {addr}\nbind-source-addr {addr}\nreplica-announce-ip {addr}\n\
-                 dir {}\nappendonly yes\nappendfsync always\nsave \"\"\nprotected-mode no\n",
+                 dir {}\nappendonly yes\nappendfsync always\nsave \"\"\nprotected-mode no\n\
+                 repl-diskless-sync-delay 0\n",
                 data.display(),
                 port = ports[i],
                 addr = addrs[i],

@@ -7,16 +7,15 @@
 //!
 //! Starts the cluster, keeps worker processes issuing, injects faults of
 //! every kind in turn until the minutes or the faults run out, checks, and
-//! prints the report (exit status 1 on a duplicate or an overlap).
+//! prints the report (exit status 1 on any violation the checker finds).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use std::sync::atomic::Ordering;
 
-use flakeid_fault_tests::run::{
-    Config, FaultKind, INTERRUPTED, RedisUrl, StoreKind, run, sibling_worker,
-};
+use flakeid_fault_tests::cluster::{RedisUrl, StoreKind};
+use flakeid_fault_tests::nemesis::{Config, FaultKind, INTERRUPTED, run, sibling_worker};
 
 /// SIGINT, SIGTERM, SIGHUP: the runner stops at its next step and cleans
 /// up (workers, members, firewall rules) instead of leaving them behind.
@@ -43,7 +42,8 @@ const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--fault
     \n\
     Runs until at least --faults faults were injected and at least --minutes passed (each \
     fault is bounded in time; the run stops after twice the minutes, or an hour if that is \
-    longer, regardless).\n\
+    longer, regardless). Exit status 1 if the checker finds a violation or a failed worker, \
+    or a kind was never injected.\n\
     --redis-url: Lease::redis on the primary when the run started, for every worker \
     (default), or on the primary the sentinels name when each worker starts; sentinel: \
     Lease::redis_sentinel, which follows the primary through failovers\n\
@@ -103,15 +103,13 @@ fn main() {
         }
     }
     let store = store.unwrap_or_else(|| fail("--store is required"));
+    // Kept: the run's records are its evidence.
     let dir = dir.unwrap_or_else(|| {
-        std::env::temp_dir().join(flakeid_test_servers::unique_prefix(&format!(
-            "fault-run-{}",
-            store.name()
-        )))
+        flakeid_test_servers::ScratchDir::on_disk(&format!("fault-run-{}", store.name())).keep()
     });
     let mut config = Config::long(store, sibling_worker(), dir.clone());
     config.duration = Duration::from_secs(minutes * 60);
-    config.max_duration = (config.duration * 2).max(Duration::from_secs(60 * 60));
+    config.max_duration = Some((config.duration * 2).max(Duration::from_secs(60 * 60)));
     config.etcd_pre_vote = pre_vote;
     if let Some(kinds) = kinds {
         let all = FaultKind::all(store);
@@ -137,7 +135,7 @@ fn main() {
     let report = run(config);
     println!("{report}");
     println!("records: {}", dir.display());
-    if report.violations() > 0 {
+    if report.violations() > 0 || !report.missing_kinds.is_empty() {
         std::process::exit(1);
     }
 }

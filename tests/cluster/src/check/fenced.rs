@@ -1,38 +1,19 @@
-//! The checker: reads every ID every worker issued, and every worker's
-//! and the nemesis's records, from a run's directory.
-//!
-//! - **Safety.** Any ID issued twice is a duplicate; any (node id,
-//!   millisecond) issued in by two processes is an overlap, even without
-//!   a duplicate (the same node id in the same millisecond from two
-//!   processes means both held it at once). Within one honest worker the
-//!   IDs must also increase.
-//! - **Fenced time per fault.** Each fault's window runs from its start to
-//!   the next fault's (the fault itself and the recovery after it). A
-//!   worker is *live* from its build to its end, except while the nemesis
-//!   holds it stopped and after a planted bug took over; it *issues* under
-//!   a node id while live and not fenced. In each window the checker
-//!   measures the time *every* live generator was fenced at once (no ID
-//!   could be had anywhere), the longest any node id went without a
-//!   generator issuing under it, and how long after the fault was healed
-//!   every node id had one again. (Per node id rather than per process:
-//!   there are more processes than node ids, so a process that lost its
-//!   node id to another may wait, fenced, until one is free; that is the
-//!   pool's doing, not the fault's.)
+//! Fenced time per fault. Each fault's window runs from its start to the
+//! next fault's (the fault itself and the recovery after it). A worker is
+//! *live* from its build to its end, except while the nemesis holds it
+//! stopped; it *issues* under a node id while live and not fenced. In each
+//! window the checker measures the time *every* live generator was fenced
+//! at once (no ID could be had anywhere), the longest any node id went
+//! without a generator issuing under it, and how long after the fault was
+//! healed every node id had one again. (Per node id rather than per
+//! process: there are more processes than node ids, so a process that lost
+//! its node id to another may wait, fenced, until one is free; that is the
+//! pool's doing, not the fault's.)
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::path::Path;
 
-use crate::record::{Fault, Line, What, events_path, faults_path, ids_path, workers_in};
-
-/// What one worker left.
-#[derive(Debug, Clone, Default)]
-struct Worker {
-    index: usize,
-    plant: String,
-    skew_ms: i64,
-    lines: Vec<Line>,
-}
+use super::Worker;
+use crate::record::{Fault, Line, What};
 
 /// The fenced time of one fault's window.
 #[derive(Debug, Clone)]
@@ -52,8 +33,8 @@ pub struct FaultStat {
     pub build_failures: u64,
     /// The lease keepers' renewal failures in the window.
     pub renewal_failures: u64,
-    /// Overlaps (see [`Report::overlaps`]) in the window, placed on the
-    /// monotonic clock through the unskewed workers' wall clocks.
+    /// Overlaps in the window, placed on the monotonic clock through the
+    /// unskewed workers' wall clocks.
     pub overlaps: u64,
 }
 
@@ -74,168 +55,46 @@ pub struct KindStat {
     pub reasons: Vec<(String, u64)>,
 }
 
-/// What the checker found.
+/// When every node id had a generator issuing under it.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
-    pub workers: usize,
-    pub ids: u64,
-    /// IDs issued more than once (each extra copy counts).
-    pub duplicates: u64,
-    /// (node id, millisecond) pairs issued in by more than one process.
-    pub overlaps: u64,
-    /// IDs of an honest worker not above its previous one.
-    pub out_of_order: u64,
-    /// The first few violations, described.
-    pub examples: Vec<String>,
-    /// From the first build to the last ID, in seconds.
-    pub seconds: f64,
+pub struct Coverage {
+    /// Stretches of time with a constant number of node ids issued under
+    /// (as `live`).
+    segments: Vec<Segment>,
+    nodes: i64,
+}
+
+impl Coverage {
+    /// The first moment at or after `at` (and before `until`) when every
+    /// node id had a generator issuing under it, as time after `at`.
+    pub fn all_issuing_after(&self, at: u64, until: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .filter(|s| s.until > at && s.from < until && s.live == self.nodes)
+            .map(|s| s.from.max(at) - at)
+            .next()
+    }
+}
+
+/// What the fenced-time pass gives the report.
+pub struct Stats {
     pub faults: Vec<FaultStat>,
     pub kinds: Vec<KindStat>,
-    /// Requested and measured skews of the skewed workers (ms).
-    pub skews: Vec<(i64, i64)>,
+    pub coverage: Coverage,
+    /// From the first build to the last ID, in seconds.
+    pub seconds: f64,
 }
 
-impl Report {
-    /// Duplicates, overlaps and out-of-order IDs.
-    pub fn violations(&self) -> u64 {
-        self.duplicates + self.overlaps + self.out_of_order
-    }
-
-    pub fn ids_per_second(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.ids as f64 / self.seconds
-        } else {
-            0.0
-        }
-    }
-}
-
-/// Checks the run in `dir`.
-///
-/// # Panics
-///
-/// If the directory's files cannot be read.
-pub fn check(dir: &Path) -> Report {
-    let layout = crate::layout();
-    let node_bits = layout.node_bits();
-    // The ID without its sequence: timestamp and node id.
-    let key_of = |id: u64| {
-        let d = layout
-            .decode(flakeid::Id::from_u64(id))
-            .expect("an ID of the fault test's layout");
-        (d.timestamp() << node_bits) | d.node_id()
-    };
-    let indexes = workers_in(dir);
-    let workers: Vec<Worker> = indexes.iter().map(|&k| read_worker(dir, k)).collect();
-    let faults: Vec<Fault> = std::fs::read_to_string(faults_path(dir))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(Fault::parse)
-        .collect();
-    let mut report = Report {
-        workers: workers.len(),
-        ..Report::default()
-    };
-
-    // --- safety -----------------------------------------------------------
-    let mut all: Vec<u64> = Vec::new();
-    // (timestamp and node id: the ID without its sequence, worker)
-    let mut keys: Vec<(u64, u32)> = Vec::new();
-    for w in &workers {
-        let bytes = std::fs::read(ids_path(dir, w.index)).unwrap_or_default();
-        let ids: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        if w.plant == "none" {
-            let bad = ids.windows(2).filter(|p| p[1] <= p[0]).count() as u64;
-            if bad > 0 && report.examples.len() < 10 {
-                report
-                    .examples
-                    .push(format!("w{}: {bad} IDs not above the one before", w.index));
-            }
-            report.out_of_order += bad;
-        }
-        let start = keys.len();
-        let mut last = None;
-        for &id in &ids {
-            let key = key_of(id);
-            if last != Some(key) {
-                keys.push((key, w.index as u32));
-                last = Some(key);
-            }
-        }
-        // A worker's own keys once each, even if its IDs went back.
-        let own = &mut keys[start..];
-        own.sort_unstable();
-        let mut kept = start;
-        for i in start..keys.len() {
-            if i == start || keys[i] != keys[kept - 1] {
-                keys[kept] = keys[i];
-                kept += 1;
-            }
-        }
-        keys.truncate(kept);
-        report.ids += ids.len() as u64;
-        all.extend_from_slice(&ids);
-    }
-    all.sort_unstable();
-    let mut i = 0;
-    while i < all.len() {
-        let mut j = i + 1;
-        while j < all.len() && all[j] == all[i] {
-            j += 1;
-        }
-        if j - i > 1 {
-            report.duplicates += (j - i - 1) as u64;
-            if report.duplicates <= 5 {
-                report
-                    .examples
-                    .push(format!("ID {} issued {} times", all[i], j - i));
-            }
-        }
-        i = j;
-    }
-    drop(all);
-    keys.sort_unstable();
-    // The Unix millisecond of each overlap, to tell which fault it followed.
-    let mut overlap_ms: Vec<u64> = Vec::new();
-    let mut i = 0;
-    while i < keys.len() {
-        let mut j = i + 1;
-        while j < keys.len() && keys[j].0 == keys[i].0 {
-            j += 1;
-        }
-        if j - i > 1 {
-            report.overlaps += 1;
-            overlap_ms.push(layout.unix_ms(keys[i].0 >> node_bits));
-            if report.overlaps <= 5 {
-                let key = keys[i].0;
-                let node = key & ((1 << node_bits) - 1);
-                let unix_ms = layout.unix_ms(key >> node_bits);
-                let who: Vec<String> = keys[i..j].iter().map(|(_, w)| format!("w{w}")).collect();
-                report.examples.push(format!(
-                    "node {node} at {unix_ms} ms issued by {}",
-                    who.join(" and ")
-                ));
-            }
-        }
-        i = j;
-    }
-
-    // --- fenced time ------------------------------------------------------
+/// Fenced time per fault (`overlap_ns`: the overlaps' times on the
+/// monotonic clock, sorted).
+pub fn stats(workers: &[Worker], faults: &[Fault], overlap_ns: &[u64]) -> Stats {
     let timelines: Vec<Timeline> = workers.iter().map(timeline).collect();
     let first = timelines
         .iter()
         .filter_map(|t| t.live.first())
         .map(|l| l.0)
         .min();
-    let end = workers
-        .iter()
-        .flat_map(|w| w.lines.last())
-        .map(|l| l.mono_ns)
-        .max()
-        .unwrap_or(0);
+    let end = super::last_line_ns(workers);
     let last_id_ns = workers
         .iter()
         .flat_map(|w| w.lines.iter())
@@ -243,9 +102,7 @@ pub fn check(dir: &Path) -> Report {
         .map(|l| l.mono_ns)
         .max()
         .unwrap_or(0);
-    if let Some(first) = first {
-        report.seconds = last_id_ns.saturating_sub(first) as f64 / 1e9;
-    }
+    let seconds = first.map_or(0.0, |first| last_id_ns.saturating_sub(first) as f64 / 1e9);
     let segments = sweep(&timelines);
     // Per node id, when some generator issued under it (merged); and how
     // many node ids had one, over time (as `live` of a sweep).
@@ -268,16 +125,18 @@ pub fn check(dir: &Path) -> Report {
             merged
         })
         .collect();
-    let all_nodes = coverage.len() as i64;
-    let nodes_issuing = sweep(
-        &coverage
-            .iter()
-            .map(|c| Timeline {
-                live: c.clone(),
-                ..Timeline::default()
-            })
-            .collect::<Vec<_>>(),
-    );
+    let coverage_of = Coverage {
+        nodes: coverage.len() as i64,
+        segments: sweep(
+            &coverage
+                .iter()
+                .map(|c| Timeline {
+                    live: c.clone(),
+                    ..Timeline::default()
+                })
+                .collect::<Vec<_>>(),
+        ),
+    };
     let mut windows: Vec<Fault> = Vec::new();
     if let (Some(first), Some(f)) = (first, faults.first())
         && first < f.start_ns
@@ -290,20 +149,7 @@ pub fn check(dir: &Path) -> Report {
         });
     }
     windows.extend(faults.iter().cloned());
-    // Wall (unskewed) minus monotonic, in ms: places an overlap's Unix
-    // millisecond on the monotonic clock.
-    let offset = reference_offset(&workers);
-    let overlap_ns: Vec<u64> = match offset {
-        Some(offset) => {
-            let mut v: Vec<u64> = overlap_ms
-                .iter()
-                .map(|&ms| (ms as i64 - offset).max(0) as u64 * 1_000_000)
-                .collect();
-            v.sort_unstable();
-            v
-        }
-        None => Vec::new(),
-    };
+    let mut stats = Vec::new();
     let overlaps_in = |from: u64, until: u64| {
         (overlap_ns.partition_point(|&t| t < until) - overlap_ns.partition_point(|&t| t < from))
             as u64
@@ -327,12 +173,7 @@ pub fn check(dir: &Path) -> Report {
             })
             .max()
             .unwrap_or(0);
-        let healed = fault.end_ns.max(from);
-        let recovered_ns = nodes_issuing
-            .iter()
-            .filter(|s| s.until > healed && s.from < until && s.live == all_nodes)
-            .map(|s| s.from.max(healed) - healed)
-            .next();
+        let recovered_ns = coverage_of.all_issuing_after(fault.end_ns.max(from), until);
         let in_window = |l: &&Line| l.mono_ns >= from && l.mono_ns < until;
         let lines = || {
             workers
@@ -346,7 +187,7 @@ pub fn check(dir: &Path) -> Report {
         let renewal_failures = lines()
             .filter(|l| matches!(&l.what, What::Lease { event } if event.contains("renew")))
             .count() as u64;
-        report.faults.push(FaultStat {
+        stats.push(FaultStat {
             fault: fault.clone(),
             window_ns: until.saturating_sub(from),
             all_fenced_ns,
@@ -357,26 +198,12 @@ pub fn check(dir: &Path) -> Report {
             overlaps: overlaps_in(from, until),
         });
     }
-    report.kinds = kinds(&report.faults, &workers, &windows, end);
-    report.skews = skews(&workers);
-    report
-}
-
-fn read_worker(dir: &Path, index: usize) -> Worker {
-    let text = std::fs::read_to_string(events_path(dir, index)).unwrap_or_default();
-    let lines: Vec<Line> = text.lines().filter_map(Line::parse).collect();
-    let (plant, skew_ms) = lines
-        .iter()
-        .find_map(|l| match &l.what {
-            What::Start { plant, skew_ms, .. } => Some((plant.clone(), *skew_ms)),
-            _ => None,
-        })
-        .unwrap_or(("none".into(), 0));
-    Worker {
-        index,
-        plant,
-        skew_ms,
-        lines,
+    let kinds = kinds(&stats, workers, &windows, end);
+    Stats {
+        faults: stats,
+        kinds,
+        coverage: coverage_of,
+        seconds,
     }
 }
 
@@ -435,7 +262,7 @@ fn timeline(w: &Worker) -> Timeline {
                     fenced_from = Some(at);
                 }
             }
-            What::Unleased { .. } | What::End { .. } | What::Exit { .. } => {
+            What::End { .. } | What::Exit { .. } | What::Killed => {
                 close_fenced(&mut t, &mut fenced_from, at);
                 close_live(&mut t, &mut live_from, at);
                 over = true;
@@ -567,7 +394,7 @@ fn median_max(mut values: Vec<f64>) -> (f64, f64) {
     (median, values[n - 1])
 }
 
-fn ms(ns: u64) -> f64 {
+pub(super) fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
@@ -648,7 +475,7 @@ fn kinds(stats: &[FaultStat], workers: &[Worker], windows: &[Fault], end: u64) -
 
 /// Each skewed worker's requested skew and the one its lines show against
 /// the unskewed workers' (wall minus monotonic, medians).
-fn skews(workers: &[Worker]) -> Vec<(i64, i64)> {
+pub(super) fn skews(workers: &[Worker]) -> Vec<(i64, i64)> {
     let Some(reference) = reference_offset(workers) else {
         return Vec::new();
     };
@@ -673,7 +500,7 @@ fn offset_of(w: &Worker) -> Option<i64> {
 }
 
 /// The unskewed workers' [`offset_of`], their median.
-fn reference_offset(workers: &[Worker]) -> Option<i64> {
+pub(super) fn reference_offset(workers: &[Worker]) -> Option<i64> {
     let mut reference: Vec<i64> = workers
         .iter()
         .filter(|w| w.skew_ms == 0)
@@ -681,90 +508,6 @@ fn reference_offset(workers: &[Worker]) -> Option<i64> {
         .collect();
     reference.sort_unstable();
     reference.get(reference.len() / 2).copied()
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{} IDs from {} processes in {:.0} s ({:.0} IDs/s): {} duplicates, {} overlaps \
-             (node id and millisecond in two processes), {} out of order",
-            self.ids,
-            self.workers,
-            self.seconds,
-            self.ids_per_second(),
-            self.duplicates,
-            self.overlaps,
-            self.out_of_order
-        )?;
-        for e in &self.examples {
-            writeln!(f, "  violation: {e}")?;
-        }
-        if !self.skews.is_empty() {
-            let shown: Vec<String> = self
-                .skews
-                .iter()
-                .map(|(asked, seen)| format!("{asked:+}→{seen:+}"))
-                .collect();
-            writeln!(f, "skewed workers (ms asked → seen): {}", shown.join(", "))?;
-        }
-        writeln!(
-            f,
-            "\n| fault | n | all fenced, median / max (ms) | longest node id unissued, median / max (ms) | \
-             every node id issued again after heal, median / max (ms) | not again in window | \
-             build failures | renewal failures | overlaps |"
-        )?;
-        writeln!(f, "|---|---|---|---|---|---|---|---|---|")?;
-        for k in &self.kinds {
-            writeln!(
-                f,
-                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {} | {} | {} |",
-                k.kind,
-                k.count,
-                k.all_fenced_ms.0,
-                k.all_fenced_ms.1,
-                k.node_gap_ms.0,
-                k.node_gap_ms.1,
-                k.recovered_ms.0,
-                k.recovered_ms.1,
-                k.not_recovered,
-                k.build_failures,
-                k.renewal_failures,
-                k.overlaps
-            )?;
-        }
-        writeln!(f)?;
-        for k in &self.kinds {
-            for (reason, n) in &k.reasons {
-                writeln!(f, "  {}: {n}× {reason}", k.kind)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// One line per fault, for the run's log.
-pub fn fault_lines(report: &Report) -> String {
-    let mut out = String::new();
-    let t0 = report.faults.first().map_or(0, |s| s.fault.start_ns);
-    for s in &report.faults {
-        out.push_str(&format!(
-            "{:>8.1}s {:<20} {:<10} held {:>6.0} ms, all fenced {:>6.0} ms, node id gap {:>6.0} ms, \
-             again after {}, builds failed {}, renewals failed {}, overlaps {}\n",
-            s.fault.start_ns.saturating_sub(t0) as f64 / 1e9,
-            s.fault.kind,
-            s.fault.target,
-            ms(s.fault.end_ns.saturating_sub(s.fault.start_ns)),
-            ms(s.all_fenced_ns),
-            ms(s.node_gap_ns),
-            s.recovered_ns
-                .map_or("never".into(), |r| format!("{:.0} ms", ms(r))),
-            s.build_failures,
-            s.renewal_failures,
-            s.overlaps
-        ));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -784,7 +527,6 @@ mod tests {
         let w = Worker {
             index: 0,
             plant: "none".into(),
-            skew_ms: 0,
             lines: vec![
                 line(10, What::Built { node: 0 }),
                 line(
@@ -799,6 +541,7 @@ mod tests {
                 line(70, What::Issuing { node: 1 }),
                 line(100, What::End { ids: 5 }),
             ],
+            ..Worker::default()
         };
         let t = timeline(&w);
         assert_eq!(t.live, vec![(10, 40), (60, 100)]);

@@ -5,10 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::tests::Readings;
-use super::*;
-use crate::clock::ManualClock;
+use super::Readings;
+use crate::clock::{Clock, ManualClock};
+use crate::error::GenerateError;
 use crate::fence::{Fence, Grant, Keeper};
+use crate::generator::{Generator, IdGenerator, MutexGenerator, OnClockBehind, OnExhausted};
+use crate::id::Id;
+use crate::layout::Layout;
 
 const T: u64 = 1_700_000_000_000;
 

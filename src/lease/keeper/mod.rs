@@ -21,6 +21,8 @@ use crate::error::LeaseError;
 use crate::events::{Event, Events};
 use crate::fence::{Fence, Grant};
 use crate::layout::Layout;
+#[cfg(any(test, flakeid_plant))]
+use crate::plant::Plant;
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
 pub(crate) use thread::start;
@@ -230,9 +232,25 @@ pub(crate) struct Settings {
     pub(crate) wall: WallClock,
     /// The generator's event hook, told of claims, failures and fences.
     pub(crate) events: Events,
+    /// A bug planted on purpose (`crate::plant`), for the tests that must
+    /// catch it.
+    #[cfg(any(test, flakeid_plant))]
+    pub(crate) plant: Option<Plant>,
 }
 
 impl Settings {
+    /// Whether `plant` is planted in this lease.
+    #[cfg(any(test, flakeid_plant))]
+    pub(crate) fn planted(&self, plant: Plant) -> bool {
+        self.plant == Some(plant)
+    }
+
+    /// `planted` if `plant` is planted in this lease, else `honest`.
+    #[cfg(any(test, flakeid_plant))]
+    fn plant_or<T>(&self, plant: Plant, planted: T, honest: T) -> T {
+        if self.planted(plant) { planted } else { honest }
+    }
+
     pub(crate) fn renew_every(&self) -> Duration {
         self.ttl / 3
     }
@@ -395,6 +413,7 @@ impl<S: Store> Run<S> {
     fn claim(&mut self, fresh_before_ms: Option<u64>) -> Result<Held, LeaseError> {
         let s = &self.settings;
         let sent = self.fence.now_ns();
+        let sent_at = Instant::now();
         // A rotation rewinds the generator's timestamp to the clock: what it
         // wanted under the old node id (ahead of the clock) is no reason to
         // raise the fresh node id's mark. Otherwise the generator's timestamp
@@ -411,6 +430,7 @@ impl<S: Store> Run<S> {
             ceiling_ms: s.ceiling_ms(wanted),
         };
         let claimed = self.store.claim(&ask)?;
+        let answered_at = Instant::now();
         let (Claimed::Node(_, skipped)
         | Claimed::NodeAfter(_, skipped, _)
         | Claimed::None(skipped)) = &claimed;
@@ -418,6 +438,10 @@ impl<S: Store> Run<S> {
         self.skipped = skipped.clone();
         let (claim, wait) = match claimed {
             Claimed::Node(claim, _) => (claim, Duration::ZERO),
+            #[cfg(any(test, flakeid_plant))]
+            Claimed::NodeAfter(claim, ..) if s.planted(Plant::EpochWaitSkipped) => {
+                (claim, Duration::ZERO)
+            }
             Claimed::NodeAfter(claim, _, wait) => (claim, wait),
             Claimed::None(skipped) if skipped.count == 0 => {
                 return Err(LeaseError::AllHeld {
@@ -445,6 +469,8 @@ impl<S: Store> Run<S> {
             }
         };
         let floor = s.tick_of(claim.mark_ms);
+        #[cfg(any(test, flakeid_plant))]
+        let floor = s.plant_or(Plant::ClaimIgnoresMark, 0, floor);
         let rewind = fresh_before_ms.is_some();
         let mut held = Held {
             node_bits,
@@ -453,6 +479,12 @@ impl<S: Store> Run<S> {
             claim,
             waiting: None,
         };
+        s.events.emit(Event::LeaseExtended {
+            node_id: held.claim.node,
+            claim: true,
+            sent: sent_at,
+            answered: answered_at,
+        });
         if wait.is_zero() {
             self.fence.open(
                 Grant {
@@ -529,6 +561,7 @@ impl<S: Store> Run<S> {
             let due = now >= self.next_renewal || (wanted && now >= self.retry_at);
             if due && now < h.valid_until {
                 let sent = self.fence.now_ns();
+                let sent_at = Instant::now();
                 let ceiling_ms = self
                     .settings
                     .ceiling_ms(wanted_tick)
@@ -536,9 +569,14 @@ impl<S: Store> Run<S> {
                 // The renewal's requests (etcd: the mark's transaction and
                 // the keep-alive) share one request timeout.
                 let timeout = self.settings.request_timeout();
-                self.store.set_deadline(Some(Instant::now() + timeout));
+                self.store.set_deadline(Some(sent_at + timeout));
                 let renewed = self.store.renew(&h.claim, ceiling_ms);
+                let answered_at = Instant::now();
                 self.store.set_deadline(None);
+                #[cfg(any(test, flakeid_plant))]
+                let sent =
+                    self.settings
+                        .plant_or(Plant::DeadlineFromAnswer, self.fence.now_ns(), sent);
                 match renewed {
                     Ok(true) => {
                         h.claim.ceiling_ms = ceiling_ms;
@@ -546,15 +584,26 @@ impl<S: Store> Run<S> {
                         // An answer that came after the deadline extends
                         // nothing: the claim is given up below. A waiting
                         // claim's fence is closed: only its deadline moves.
+                        let ceiling = self.settings.tick_of(ceiling_ms);
                         let extended = match h.waiting {
                             Some(_) => self.fence.now_ns() < h.valid_until,
-                            None => self.fence.extend(until, self.settings.tick_of(ceiling_ms)),
+                            #[cfg(any(test, flakeid_plant))]
+                            None if self.settings.planted(Plant::LateAnswerReopens) => {
+                                self.fence.extend_if(until, ceiling, |_| true)
+                            }
+                            None => self.fence.extend(until, ceiling),
                         };
                         if extended {
                             h.granted_ms = ceiling_ms;
                             h.valid_until = until;
                             self.next_renewal = sent.saturating_add(renew_every);
                             self.retry_at = 0;
+                            self.settings.events.emit(Event::LeaseExtended {
+                                node_id: h.claim.node,
+                                claim: false,
+                                sent: sent_at,
+                                answered: answered_at,
+                            });
                         }
                     }
                     Ok(false) => {
