@@ -32,12 +32,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use flakeid::{
     Clock, FileStore, Generator, Layout, MonotonicClock, OnClockBehind, OnExhausted, Persist,
     RestartRule, StateError, StateStore, SystemClock,
 };
+use flakeid_test_servers::{Rng, ScratchDir};
 
 const CHILD_ENV: &str = "FLAKEID_CRASH_CHILD";
 
@@ -204,34 +205,6 @@ fn child() {
     }
 }
 
-/// A small xorshift generator, seeded from the time (and printed, so a
-/// failing run can be repeated with `FLAKEID_CRASH_SEED`).
-struct Rng(u64);
-
-impl Rng {
-    fn new() -> Rng {
-        let seed = std::env::var("FLAKEID_CRASH_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-                    | 1
-            });
-        eprintln!("crash test seed {seed}");
-        Rng(seed)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 fn kills() -> usize {
     std::env::var("FLAKEID_CRASH_KILLS")
         .ok()
@@ -375,7 +348,7 @@ struct Outcome {
 fn crash_repeatedly(scenario: &str, dir: &Path) -> Outcome {
     let path = dir.join("node.state");
     let tmp = dir.join("node.state.tmp");
-    let mut rng = Rng::new();
+    let mut rng = Rng::from_env_or_time("FLAKEID_CRASH_SEED");
     let mut outcome = Outcome {
         ids: Vec::new(),
         crashes_mid_write: 0,
@@ -459,23 +432,15 @@ fn assert_unique(mut ids: Vec<u64>) -> usize {
     n
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flakeid-crash-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs a scenario: every ID unique, every crash mid-write, and every child
 /// that had to issue after a crash did so.
 fn run_scenario(name: &str) {
-    let dir = temp_dir(name);
-    let outcome = crash_repeatedly(name, &dir);
+    let dir = ScratchDir::on_disk(&format!("crash-{name}"));
+    let outcome = crash_repeatedly(name, dir.path());
     let n = assert_unique(outcome.ids);
     eprintln!("{name}: {n} IDs, no duplicate");
     assert_eq!(outcome.crashes_mid_write, kills().div_ceil(3));
     assert_eq!(outcome.issued_after_a_crash, (kills() + 1) / 3);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -517,17 +517,14 @@ impl FromStr for Id {
 mod tests {
     use super::*;
 
-    /// SplitMix64, for reproducible test values without a dependency.
+    /// Reproducible test values: edge cases, then seeded draws of every
+    /// magnitude, so short numbers are exercised too.
     pub(super) fn values(n: usize) -> impl Iterator<Item = u64> {
-        let mut z = 0x1234_5678_9abc_def0_u64;
+        let mut rng = flakeid_test_servers::Rng::new(0x1234_5678_9abc_def0);
         let edges = [0, 1, 9, 10, 61, 62, 63, 1 << 53, i64::MAX as u64, u64::MAX];
         edges.into_iter().chain((0..n).map(move |_| {
-            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut x = z;
-            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            // Vary the magnitude too, so short numbers are exercised.
-            (x ^ (x >> 31)) >> (x % 64)
+            let x = rng.next_u64();
+            x >> (x % 64)
         }))
     }
 

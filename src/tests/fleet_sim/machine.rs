@@ -223,7 +223,7 @@ impl Profile {
                 OnExhausted::Wait
             },
             random_start: rng.one_in(3).then(|| rng.between(1, 1 << SEQUENCE_BITS)),
-            seed: rng.next(),
+            seed: rng.next_u64(),
             rotate_after: rng.one_in(2).then(|| Duration::from_secs(1)),
         }
     }

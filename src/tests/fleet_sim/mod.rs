@@ -120,6 +120,7 @@ use std::time::{Duration, Instant};
 
 use crate::layout::Layout;
 use crate::plant::Plant;
+use flakeid_test_servers::Rng;
 
 use sim::{FAULTS, REFUSALS, Report, Sim, percentile};
 
@@ -226,46 +227,22 @@ impl Config {
     }
 }
 
-/// SplitMix64: small and fast. (The exponential and log-uniform draws go
+/// The simulation's draws beyond the shared test RNG's (SplitMix64,
+/// `flakeid_test_servers::Rng`). The exponential and log-uniform draws go
 /// through `f64::ln` and `exp`, so a seed reproduces a run on the same
-/// platform.)
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-
-    /// True one time in `n`.
-    fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
+/// platform.
+trait Draws {
     /// Exponential with mean `mean` (at least 1).
+    fn exp(&mut self, mean: u64) -> u64;
+    /// Log-uniform in `lo..=hi`: short ones common, long ones rare.
+    fn log_uniform(&mut self, lo: u64, hi: u64) -> u64;
+}
+
+impl Draws for Rng {
     fn exp(&mut self, mean: u64) -> u64 {
         ((-(1.0 - self.unit()).ln() * mean as f64) as u64).max(1)
     }
 
-    /// Log-uniform in `lo..=hi`: short ones common, long ones rare.
     fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
         let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
         ((a + (b - a) * self.unit()).exp() as u64).clamp(lo, hi)
@@ -503,7 +480,7 @@ fn a_long_fleet_run() {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        Rng(nanos as u64).next()
+        Rng::new(nanos as u64).next_u64()
     });
     let config = Config::long(seed, node_hours);
     let report = simulate(&config);

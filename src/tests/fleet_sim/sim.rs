@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::machine::{Freeze, Machine, Process, Profile};
 use super::{
-    Config, DAY, EPOCH_MS, HOUR, MINUTE, MS, NODE_BITS, POISONED, Rng, SECOND, T0_MS, node_of,
+    Config, DAY, Draws, EPOCH_MS, HOUR, MINUTE, MS, NODE_BITS, POISONED, Rng, SECOND, T0_MS,
+    node_of,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -228,7 +229,7 @@ const CLOCK_BOUND_MS: i64 = 995;
 
 impl Sim {
     pub(super) fn new(config: Config) -> Sim {
-        let mut rng = Rng(config.seed);
+        let mut rng = Rng::new(config.seed);
         let store_clock = ManualClock::new(T0_MS);
         // Redis behind Sentinel: a primary and two replicas, one to
         // acknowledge each claim and renewal. The primary has served the
@@ -953,7 +954,7 @@ impl Sim {
             return;
         };
         let freshest = self.rng.one_in(2);
-        let pick = self.rng.next();
+        let pick = self.rng.next_u64();
         let (new, lost_claims, lost_marks) = self.backend.servers(|servers, now| {
             let candidates: Vec<usize> = (0..servers.all.len())
                 .filter(|&r| {

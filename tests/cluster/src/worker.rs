@@ -3,7 +3,7 @@
 //! ([`Args::per_ms`]), for as long as it runs: densely enough that no
 //! millisecond it could issue in goes unvisited, and bounded (the IDs of
 //! a long run fit on disk). Every ID goes to its file as an
-//! [`Issued`](crate::record::Issued) record (when the call started and
+//! [`Issued`] record (when the call started and
 //! ended, on CLOCK_MONOTONIC); it prints [`Line`]s: built, fenced (with
 //! when the fence closed, from `health()`), issuing again, each extension
 //! of its lease (when the keeper sent the request and when the answer

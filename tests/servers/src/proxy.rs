@@ -42,7 +42,7 @@ struct Shared {
     connections: Mutex<Vec<TcpStream>>,
 }
 
-/// A TCP proxy in front of `upstream`; see the [module docs](self). Cut
+/// A TCP proxy in front of `upstream`; see the module docs (`src/proxy.rs`). Cut
 /// when dropped.
 pub struct Proxy {
     addr: SocketAddr,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-/// SplitMix64; see the [module docs](self).
+/// SplitMix64; see the module docs (`src/rng.rs`).
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
 

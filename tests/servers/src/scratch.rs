@@ -19,7 +19,7 @@ pub fn scratch_base() -> PathBuf {
     }
 }
 
-/// A directory removed when dropped; see the [module docs](self).
+/// A directory removed when dropped; see the module docs (`src/scratch.rs`).
 pub struct ScratchDir(pub PathBuf);
 
 impl ScratchDir {
