@@ -295,7 +295,10 @@ fn timeline(w: &Worker) -> Timeline {
                 .collect::<Vec<_>>()
         })
         .collect();
-    // Issuing: live less fenced, under the node id last named by then.
+    // Issuing: live less fenced, under the node id last named by then,
+    // split where a line names another (a lease that lost its node id while
+    // the worker was paused can reopen with another before the worker's next
+    // call: the worker then says `issuing` with no `fenced` before it).
     let mut nodes: Vec<(u64, u64)> = w
         .lines
         .iter()
@@ -309,20 +312,31 @@ fn timeline(w: &Worker) -> Timeline {
         let i = nodes.partition_point(|&(t, _)| t <= at);
         nodes[..i].last().map(|&(_, n)| n)
     };
+    let issue = |issuing: &mut Vec<(u64, u64, u64)>, from: u64, until: u64| {
+        let mut cuts: Vec<u64> = nodes
+            .iter()
+            .map(|&(t, _)| t)
+            .filter(|&t| t > from && t < until)
+            .collect();
+        cuts.push(until);
+        let mut at = from;
+        for cut in cuts {
+            if let Some(node) = node_at(at) {
+                issuing.push((at, cut, node));
+            }
+            at = cut;
+        }
+    };
     for &(la, lb) in &t.live {
         let mut at = la;
         for &(fa, fb) in t.fenced.iter().filter(|&&(fa, fb)| fb > la && fa < lb) {
-            if fa > at
-                && let Some(node) = node_at(at)
-            {
-                t.issuing.push((at, fa, node));
+            if fa > at {
+                issue(&mut t.issuing, at, fa);
             }
             at = at.max(fb);
         }
-        if lb > at
-            && let Some(node) = node_at(at)
-        {
-            t.issuing.push((at, lb, node));
+        if lb > at {
+            issue(&mut t.issuing, at, lb);
         }
     }
     t
@@ -547,6 +561,26 @@ mod tests {
         assert_eq!(t.live, vec![(10, 40), (60, 100)]);
         assert_eq!(t.fenced, vec![(20, 40), (60, 70)]);
         assert_eq!(t.issuing, vec![(10, 20, 0), (70, 100, 1)]);
+    }
+
+    #[test]
+    fn a_node_id_named_without_a_fence_splits_the_issuing() {
+        // Paused holding node 2; on resume the lease had reopened with
+        // node 3 and the worker's first ID was under it (no `fenced`).
+        let w = Worker {
+            index: 0,
+            plant: "none".into(),
+            lines: vec![
+                line(10, What::Built { node: 2 }),
+                line(40, What::Paused),
+                line(60, What::Resumed),
+                line(62, What::Issuing { node: 3 }),
+                line(100, What::End { ids: 5 }),
+            ],
+            ..Worker::default()
+        };
+        let t = timeline(&w);
+        assert_eq!(t.issuing, vec![(10, 40, 2), (60, 62, 2), (62, 100, 3)]);
     }
 
     #[test]
