@@ -28,11 +28,15 @@ trap 'git worktree remove --force "$tree" 2> /dev/null || rm -rf "$tree"' EXIT
 git worktree add --quiet --detach "$tree" "$BASE"
 git -C "$tree" log -1 --format='before: %h %s' | tee "$OUT/revisions.txt"
 git log -1 --format='after: %h %s (and the uncommitted changes, if any)' | tee -a "$OUT/revisions.txt"
+# This checkout's first: the two builds share the target dir, and a build
+# script's output directory with it (the package name and version are the
+# same), so the base's build script, run second, cannot leave this
+# checkout's build without its outputs (flakeid-server's descriptor set).
+cargo build --release -p flakeid-server --bin flakeid-server --example load
+cp target/release/flakeid-server "$OUT/flakeid-server-after"
 cargo build --release --manifest-path "$tree/Cargo.toml" --target-dir target \
     -p flakeid-server --bin flakeid-server
 cp target/release/flakeid-server "$OUT/flakeid-server-before"
-cargo build --release -p flakeid-server --bin flakeid-server --example load
-cp target/release/flakeid-server "$OUT/flakeid-server-after"
 
 for round in $(seq "$ROUNDS"); do
     sides=(before after)
