@@ -24,10 +24,12 @@ async function main() {
   }
   const buffer = Buffer.from(BigUint64Array.from(ids).buffer)
   const message = { nodeId: String(gen.nodeId), held: [...held].map(String), ids: buffer.toString('base64') }
-  process.send(message, () => {
-    // Releases the lease before the worker exits.
+  // Exits once the primary has the IDs (see runWorkers), releasing the
+  // lease first.
+  process.once('message', () => {
     gen.closeAsync().then(() => process.disconnect())
   })
+  process.send(message)
 }
 
 main().catch((e) => {

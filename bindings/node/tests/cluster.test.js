@@ -20,13 +20,18 @@ const { startRedis, assertIncreasing } = require('./support')
 const HOURLY = 'epoch=1700000000000 unit=3600000 fields=timestamp:21,node:10,sequence:32'
 const WORKERS = 4
 
-/** Forks `WORKERS` workers with `env`; resolves to what each sent. */
+/** Forks `WORKERS` workers with `env`; resolves to what each sent. A
+ * worker exits only after the primary acknowledged its IDs: a worker's
+ * `exit` can otherwise be emitted before its last message is read. */
 function runWorkers(env) {
   cluster.setupPrimary({ exec: path.join(__dirname, 'cluster-worker.js'), silent: false })
   return Promise.all(Array.from({ length: WORKERS }, () => new Promise((resolve, reject) => {
     const worker = cluster.fork(env)
     let sent
-    worker.on('message', (m) => { sent = m })
+    worker.on('message', (m) => {
+      sent = m
+      worker.send('received')
+    })
     worker.on('error', reject)
     worker.on('exit', (code) => {
       if (code !== 0 || sent === undefined) reject(new Error(`worker exited ${code}, sent ${sent}`))
