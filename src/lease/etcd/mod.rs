@@ -87,6 +87,10 @@ pub(crate) struct EtcdStore {
     /// A bug planted on purpose (`crate::plant`).
     #[cfg(any(test, flakeid_plant))]
     plant: Option<Plant>,
+    /// Tests: each renewal's lease is revoked between its mark's write and
+    /// its keep-alive (the race of a leader resumed from a pause, scripted).
+    #[cfg(test)]
+    revoke_before_keep_alive: bool,
 }
 
 /// A twelfth of the TTL, between 100 ms and 1 s: a quarter of the request
@@ -149,6 +153,8 @@ impl EtcdStore {
             renew_every: renew_every(settings),
             #[cfg(any(test, flakeid_plant))]
             plant: settings.plant,
+            #[cfg(test)]
+            revoke_before_keep_alive: false,
         })
     }
 
@@ -460,6 +466,10 @@ struct Raise {
     /// mark's revision.
     #[cfg(any(test, flakeid_plant))]
     unguarded: bool,
+    /// Tests: revoke the lease after the mark's write (`EtcdStore`'s
+    /// `revoke_before_keep_alive`).
+    #[cfg(test)]
+    revoke_before_keep_alive: bool,
 }
 
 /// One renewal attempt on one member: the mark raised (if it is still at
@@ -478,10 +488,16 @@ async fn renew_on(start: Start, raise: Raise) -> Attempt<Renewal> {
             Err(failure) => return Attempt::failed(failure),
         },
     };
+    #[cfg(test)]
+    let revoke = raise.revoke_before_keep_alive;
     let answer = async {
         let Some(revision) = raise_mark(&mut client, raise).await? else {
             return Ok((None, Renewal::Lost(None)));
         };
+        #[cfg(test)]
+        if revoke {
+            client.lease_revoke(lease).await.expect("revoke the lease");
+        }
         let (keep_alive, alive) = keep_alive_on(&mut client, keep_alive, lease).await?;
         Ok(match alive {
             true => (keep_alive, Renewal::Renewed(revision)),
@@ -694,6 +710,8 @@ impl Store for EtcdStore {
             revision,
             #[cfg(any(test, flakeid_plant))]
             unguarded: self.plant == Some(Plant::EtcdMarkUnguarded),
+            #[cfg(test)]
+            revoke_before_keep_alive: self.revoke_before_keep_alive,
         };
         let budget = self.limit.budget();
         if budget.is_zero() {
@@ -816,6 +834,7 @@ mod tests {
             ceiling_ms,
             revision: claimed,
             unguarded,
+            revoke_before_keep_alive: false,
         };
         // Two renewals sent after the claim: to 150, then to 200. The one
         // to 200 is applied first, the one to 150 after it.
@@ -901,6 +920,7 @@ mod tests {
                 ceiling_ms: 200,
                 revision: claimed,
                 unguarded: false,
+                revoke_before_keep_alive: false,
             };
             let raised = raise_mark(&mut c, raise).await.unwrap().unwrap();
             c.lease_revoke(claim.handle).await.unwrap();
@@ -916,6 +936,51 @@ mod tests {
             store.take_back(0, 250, raised).is_some(),
             "the renewal's own last write is this holder's mark"
         );
+    }
+
+    /// The same race through the store's renewal: the renewal raises the
+    /// mark, its lease is revoked before the keep-alive, and the renewal
+    /// takes the node id back under a fresh lease, expecting the revision
+    /// its own write left (a take-back expecting the one before would be
+    /// refused and fence the holder).
+    #[test]
+    fn a_renewal_whose_lease_is_revoked_after_its_mark_takes_the_node_id_back() {
+        use crate::layout::Layout;
+        use crate::lease::Terms;
+        use crate::lease::keeper::Store;
+        use flakeid_test_servers::{Kind, Server};
+        let server = Server::start(Kind::Etcd);
+        let prefix = flakeid_test_servers::unique_prefix("revoked-renewal");
+        let settings = Terms {
+            ttl: Duration::from_secs(3),
+            node_ids: Some(0..=0),
+            ..Terms::default()
+        }
+        .settings(&Layout::twitter(), Duration::ZERO, "etcd".into())
+        .unwrap();
+        let mut store =
+            EtcdStore::new(vec![server.url()], &prefix, &settings, "token".into()).unwrap();
+        store.set_timeout(Duration::from_secs(5));
+        let ask = Ask {
+            first: 0,
+            last: 0,
+            fresh_before_ms: None,
+            usable_until_ms: u64::MAX,
+            ceiling_ms: 100,
+        };
+        let Ok(Claimed::Node(claim, _)) = store.claim(&ask) else {
+            panic!("no claim");
+        };
+        store.revoke_before_keep_alive = true;
+        assert_eq!(
+            store.renew(&claim, 200),
+            Ok(true),
+            "the holder was refused its own mark"
+        );
+        let lease = store.lease_of(claim.handle);
+        assert_ne!(lease, claim.handle, "taken back under a fresh lease");
+        store.revoke_before_keep_alive = false;
+        assert_eq!(store.renew(&claim, 300), Ok(true));
     }
 
     #[test]
