@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use flakeid::{BuildError, Generator, Id, Layout, ManualClock, Persist};
+use flakeid_test_servers::ScratchDir;
 
 pub(crate) const EPOCH: u64 = 1_600_000_000_000;
 pub(crate) const T: u64 = 1_700_000_000_000;
@@ -56,7 +57,7 @@ enum Turn {
 
 /// A fresh directory for one test, removed when dropped.
 pub(crate) struct TempDir(
-    pub(crate) PathBuf,
+    ScratchDir,
     #[expect(dead_code, reason = "held for its drop")] Turn,
 );
 
@@ -78,21 +79,15 @@ impl TempDir {
     }
 
     fn with(name: &str, turn: Turn) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("flakeid-restart-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir, turn)
+        TempDir(ScratchDir::on_disk(&format!("restart-{name}")), turn)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.0.path()
     }
 
     pub(crate) fn file(&self) -> PathBuf {
-        self.0.join("node.state")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.path().join("node.state")
     }
 }
 

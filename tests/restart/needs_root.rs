@@ -74,7 +74,7 @@ fn build_on(path: PathBuf) -> Result<Generator<ManualClock>, BuildError> {
 #[ignore = "needs root and mount: a read-only tmpfs (CI runs it)"]
 fn a_read_only_filesystem_fails_the_build() {
     let dir = TempDir::starting_processes("readonly");
-    let ro = Tmpfs::mount(&dir.0.join("ro"), "ro,size=64k");
+    let ro = Tmpfs::mount(&dir.path().join("ro"), "ro,size=64k");
     match build_on(ro.0.join("node.state")) {
         Err(BuildError::State(StateError::Io { op, kind, .. })) => {
             assert!(op.contains("node.state"), "{op}");
@@ -89,7 +89,7 @@ fn a_read_only_filesystem_fails_the_build() {
 #[ignore = "needs root and mount: a full 64 KiB tmpfs (CI runs it)"]
 fn a_full_disk_fails_the_build() {
     let dir = TempDir::starting_processes("full");
-    let small = Tmpfs::mount(&dir.0.join("small"), "size=64k");
+    let small = Tmpfs::mount(&dir.path().join("small"), "size=64k");
     // Fill it: a write larger than the filesystem stops where it is full.
     let filler = small.0.join("filler");
     let mut f = std::fs::File::create(&filler).unwrap();

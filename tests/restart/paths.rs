@@ -49,13 +49,13 @@ fn a_state_path_that_is_not_a_regular_file_is_refused() {
     assert_not_a_file(build_at(&state), &state);
     std::fs::remove_dir(&state).unwrap();
 
-    let lock = dir.0.join("node.state.lock");
+    let lock = dir.path().join("node.state.lock");
     mkfifo(&lock);
     assert_not_a_file(build_at(&state), &lock);
     std::fs::remove_file(&lock).unwrap();
 
     // A stale temporary file of any kind is replaced, never written through.
-    let tmp = dir.0.join("node.state.tmp");
+    let tmp = dir.path().join("node.state.tmp");
     mkfifo(&tmp);
     drop(build_at(&state).unwrap());
     assert!(std::fs::metadata(&state).unwrap().is_file());
@@ -81,8 +81,8 @@ fn a_state_file_larger_than_any_state_is_refused_without_reading_it_all() {
 #[test]
 fn a_state_path_that_names_no_file_creates_nothing() {
     let dir = TempDir::starting_processes("no-file-name");
-    let trailing = PathBuf::from(format!("{}/", dir.0.display()));
-    for path in [trailing, dir.0.join(".."), PathBuf::from("/")] {
+    let trailing = PathBuf::from(format!("{}/", dir.path().display()));
+    for path in [trailing, dir.path().join(".."), PathBuf::from("/")] {
         assert_not_a_file(build_at(&path), &path);
     }
     // The empty path, run in a child whose working directory is `dir`.
@@ -94,14 +94,14 @@ fn a_state_path_that_names_no_file_creates_nothing() {
             "--nocapture",
         ])
         .env("FLAKEID_EMPTY_PATH_CHILD", "1")
-        .current_dir(&dir.0)
+        .current_dir(dir.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     // A name that matched no test would pass having checked nothing.
     assert!(stdout.contains("test result: ok. 1 passed"), "{stdout}");
-    let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().collect();
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flakeid_server::proto::id_generator_client::IdGeneratorClient;
+use flakeid_test_servers::ScratchDir;
 use tonic::transport::{Channel, Endpoint};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_flakeid-server");
@@ -296,30 +297,23 @@ pub fn http_request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str
     }
 }
 
-/// A temporary directory removed when dropped.
-pub struct TempDir(pub PathBuf);
+/// A temporary directory removed when dropped (kept when the test fails):
+/// a scratch directory of flakeid-test-servers, on disk.
+pub struct TempDir(ScratchDir);
 
 impl TempDir {
     pub fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(flakeid_test_servers::unique_prefix(name));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
+        TempDir(ScratchDir::on_disk(name))
     }
 
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
+        let path = self.path().join(name);
         std::fs::write(&path, text).unwrap();
         path
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 
