@@ -24,6 +24,38 @@ struct Seen {
     fenced: Vec<(Instant, Instant)>,
 }
 
+/// Takes IDs from `g` with `try_next_id` about every 300 µs until `stop`:
+/// each ID and each `Fenced` with when its call started (and, for
+/// `Fenced`, was answered); a `Fenced` call that started after `deadline`
+/// (once set) sets `fenced_late`; `on_id` runs after each ID.
+fn issue_until(
+    g: &Generator,
+    stop: &AtomicBool,
+    deadline: &std::sync::OnceLock<Instant>,
+    fenced_late: &AtomicBool,
+    on_id: impl Fn(),
+) -> Seen {
+    let mut seen = Seen::default();
+    while !stop.load(Ordering::Relaxed) {
+        let start = Instant::now();
+        match g.try_next_id() {
+            Ok(id) => {
+                seen.ids.push((start, id.to_u64()));
+                on_id();
+            }
+            Err(GenerateError::Fenced) => {
+                seen.fenced.push((start, Instant::now()));
+                if deadline.get().is_some_and(|&d| start > d) {
+                    fenced_late.store(true, Ordering::Relaxed);
+                }
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+        thread::sleep(Duration::from_micros(300));
+    }
+    seen
+}
+
 /// What a readiness probe said, and when it was asked.
 struct Probe {
     before: Instant,
@@ -66,27 +98,11 @@ pub fn killed_then_restarted(server: &mut Server) {
             .map(|(g, (resumed, fenced_late))| {
                 let (stop, back, deadline) = (&stop, &back, &deadline);
                 s.spawn(move || {
-                    let mut seen = Seen::default();
-                    while !stop.load(Ordering::Relaxed) {
-                        let start = Instant::now();
-                        match g.try_next_id() {
-                            Ok(id) => {
-                                seen.ids.push((start, id.to_u64()));
-                                if back.load(Ordering::Relaxed) {
-                                    resumed.store(true, Ordering::Relaxed);
-                                }
-                            }
-                            Err(GenerateError::Fenced) => {
-                                seen.fenced.push((start, Instant::now()));
-                                if deadline.get().is_some_and(|&d| start > d) {
-                                    fenced_late.store(true, Ordering::Relaxed);
-                                }
-                            }
-                            Err(e) => panic!("unexpected {e}"),
+                    issue_until(g, stop, deadline, fenced_late, || {
+                        if back.load(Ordering::Relaxed) {
+                            resumed.store(true, Ordering::Relaxed);
                         }
-                        thread::sleep(Duration::from_micros(300));
-                    }
-                    seen
+                    })
                 })
             })
             .collect();
@@ -292,24 +308,7 @@ pub fn frozen_store(server: &Server) {
             .zip(&fenced_late)
             .map(|(g, fenced_late)| {
                 let (stop, deadline) = (&stop, &deadline);
-                s.spawn(move || {
-                    let mut seen = Seen::default();
-                    while !stop.load(Ordering::Relaxed) {
-                        let start = Instant::now();
-                        match g.try_next_id() {
-                            Ok(id) => seen.ids.push((start, id.to_u64())),
-                            Err(GenerateError::Fenced) => {
-                                seen.fenced.push((start, Instant::now()));
-                                if deadline.get().is_some_and(|&d| start > d) {
-                                    fenced_late.store(true, Ordering::Relaxed);
-                                }
-                            }
-                            Err(e) => panic!("unexpected {e}"),
-                        }
-                        thread::sleep(Duration::from_micros(300));
-                    }
-                    seen
-                })
+                s.spawn(move || issue_until(g, stop, deadline, fenced_late, || {}))
             })
             .collect();
         thread::sleep(TTL);
