@@ -8,6 +8,11 @@
 // The layout's tick is an hour, and each worker's first ID is its start
 // tick's sequence 0: four workers start in at most two ticks, so two that
 // share a node id collide whatever their timing.
+//
+// A released node id can be claimed again at once, its mark carried over
+// (the next holder starts after it, so no ID repeats): near the end of an
+// hour a late worker could take the node id of one that had finished. So
+// no worker releases its lease until every one has reported.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -20,17 +25,25 @@ const { startRedis, assertIncreasing } = require('./support')
 const HOURLY = 'epoch=1700000000000 unit=3600000 fields=timestamp:21,node:10,sequence:32'
 const WORKERS = 4
 
-/** Forks `WORKERS` workers with `env`; resolves to what each sent. A
- * worker exits only after the primary acknowledged its IDs: a worker's
- * `exit` can otherwise be emitted before its last message is read. */
+/** Forks `WORKERS` workers with `env`; resolves to what each sent. The
+ * primary acknowledges only once every worker has sent its IDs, and a
+ * worker releases its lease and exits only after that: all `WORKERS`
+ * hold their node ids at once, so a node id one released cannot be
+ * claimed again by a later one. (A worker's `exit` can also be emitted
+ * before its last message is read: waiting for the acknowledgement
+ * closes that race too.) */
 function runWorkers(env) {
   cluster.setupPrimary({ exec: path.join(__dirname, 'cluster-worker.js'), silent: false })
-  return Promise.all(Array.from({ length: WORKERS }, () => new Promise((resolve, reject) => {
+  const workers = []
+  let reported = 0
+  const done = Array.from({ length: WORKERS }, () => new Promise((resolve, reject) => {
     const worker = cluster.fork(env)
+    workers.push(worker)
     let sent
     worker.on('message', (m) => {
       sent = m
-      worker.send('received')
+      reported += 1
+      if (reported === WORKERS) for (const w of workers) w.send('received')
     })
     worker.on('error', reject)
     worker.on('exit', (code) => {
@@ -41,7 +54,13 @@ function runWorkers(env) {
         resolve({ nodeId: BigInt(sent.nodeId), held: new Set(sent.held.map(BigInt)), ids })
       }
     })
-  })))
+  }))
+  // One worker failing must not leave the others waiting for an
+  // acknowledgement that never comes.
+  return Promise.all(done).catch((e) => {
+    for (const w of workers) if (!w.isDead()) w.kill('SIGKILL')
+    throw e
+  })
 }
 
 /** The IDs issued more than once. */
