@@ -140,7 +140,10 @@ mod tests {
 
     #[test]
     fn parse_any_reads_every_form_by_its_shape() {
-        for value in values(2_000) {
+        // Miri runs this about 3,000× slower; the edges and 40 values still
+        // reach every form.
+        let n = if cfg!(miri) { 40 } else { 2_000 };
+        for value in values(n) {
             let id = Id::from_u64(value);
             for form in IdFormat::ALL {
                 let text = form.encode(id);

@@ -309,7 +309,10 @@ mod tests {
     #[test]
     fn every_flipped_bit_is_refused() {
         let bytes = sample().encode();
-        for i in 0..bytes.len() * 8 {
+        // Under Miri every 7th bit (each bit of a byte, over seven bytes):
+        // the full sweep is minutes there and runs in the plain tests.
+        let stride = if cfg!(miri) { 7 } else { 1 };
+        for i in (0..bytes.len() * 8).step_by(stride) {
             let mut damaged = bytes.clone();
             damaged[i / 8] ^= 1 << (i % 8);
             assert!(
