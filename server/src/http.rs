@@ -16,36 +16,33 @@
 //! `{"error":"<what is wrong>"}`: 400 for a bad request, 401 without the
 //! bearer token (when one is configured), 404 for an unknown path, 405 for
 //! another method than GET, 503 with `Retry-After` while a generator cannot
-//! issue. The ID routes' metrics are recorded by one middleware layer.
+//! issue. Each ID route's metrics are recorded by a layer around it, which
+//! holds that route's handles (no lookup per request).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use axum::Router;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::future::RouteFuture;
+use axum::routing::{MethodRouter, get};
 use flakeid::{Decoded, Id};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
+use tower::util::MapFutureLayer;
 
 use crate::api::{Failure, Service, parse_id};
 use crate::auth::Token;
 use crate::health::{GeneratorState, Readiness};
 use crate::quote::shorten;
 use crate::telemetry::RouteMetrics;
-
-/// The ID routes, as their metrics label them.
-const ROUTES: [(&str, &str); 3] = [
-    ("/v1/id", "/v1/id"),
-    ("/v1/ids", "/v1/ids"),
-    ("/v1/decode/{id}", "/v1/decode"),
-];
 
 /// What the routes take, for the 404 message.
 const ROUTE_LIST: &str = "GET /v1/id, /v1/ids?count=N, /v1/decode/{id}, /ready, /live, /metrics";
@@ -72,23 +69,24 @@ pub fn router(
         shutting_down,
         prometheus,
     });
-    let metrics: Arc<HashMap<&str, RouteMetrics>> = Arc::new(
-        ROUTES
-            .iter()
-            .map(|(path, label)| (*path, RouteMetrics::new("http", label, "200")))
-            .collect(),
-    );
-    let mut ids = Router::new()
-        .route("/v1/id", get(one_id))
-        .route("/v1/ids", get(many_ids))
-        .route("/v1/decode/{id}", get(decode));
-    if let Some(token) = token {
-        ids = ids.route_layer(middleware::from_fn_with_state(
-            Arc::new(token),
-            require_token,
-        ));
-    }
-    ids.route_layer(middleware::from_fn_with_state(metrics, record))
+    let token = token.map(Arc::new);
+    // An ID route: the token checked (when one is configured), then the
+    // answer recorded under `label`, 401s included. Wrong methods go to
+    // the fallback, outside both.
+    let id_route = |route: MethodRouter<Arc<Http>>, label: &'static str| {
+        let route = match &token {
+            Some(token) => route.route_layer(middleware::from_fn_with_state(
+                Arc::clone(token),
+                require_token,
+            )),
+            None => route,
+        };
+        recorded(route, RouteMetrics::new("http", label, "200"))
+    };
+    Router::new()
+        .route("/v1/id", id_route(get(one_id), "/v1/id"))
+        .route("/v1/ids", id_route(get(many_ids), "/v1/ids"))
+        .route("/v1/decode/{id}", id_route(get(decode), "/v1/decode"))
         .route("/ready", get(ready))
         .route("/live", get(live))
         .route("/metrics", get(metrics_text))
@@ -271,19 +269,24 @@ async fn decode(
     ))
 }
 
-/// Counts each answer of an ID route by status, and its latency.
-async fn record(
-    State(metrics): State<Arc<HashMap<&'static str, RouteMetrics>>>,
-    path: MatchedPath,
-    request: Request,
-    next: Next,
-) -> Response {
-    let start = Instant::now();
-    let response = next.run(request).await;
-    if let Some(route) = metrics.get(path.as_str()) {
-        route.record(start, response.status().as_str());
-    }
-    response
+/// `route` with each answer counted in `metrics` by status, and its
+/// latency. A plain future around the route's (where axum's `from_fn`
+/// middleware would box one more future and clone the route per request).
+fn recorded(route: MethodRouter<Arc<Http>>, metrics: RouteMetrics) -> MethodRouter<Arc<Http>> {
+    let metrics = Arc::new(metrics);
+    route.route_layer(MapFutureLayer::new(
+        move |answer: RouteFuture<Infallible>| {
+            let metrics = Arc::clone(&metrics);
+            let start = Instant::now();
+            async move {
+                let response = answer.await;
+                if let Ok(response) = &response {
+                    metrics.record(start, response.status().as_str());
+                }
+                response
+            }
+        },
+    ))
 }
 
 #[derive(Serialize)]

@@ -293,12 +293,20 @@ async fn probes_health_and_metrics_answer() {
 
     server.get("/v1/ids?count=7");
     server.get("/v1/ids?count=0");
+    // Each ID route's answers under its own label; a wrong method is no
+    // route's answer.
+    server.get("/v1/id");
+    server.get("/v1/id");
+    server.get("/v1/decode/ZZZ");
+    assert_eq!(http_request(server.http, "POST", "/v1/id", &[]).status, 405);
     let metrics = server.get("/metrics");
     assert_eq!(metrics.status, 200);
     for line in [
         "flakeid_server_requests_total{api=\"http\",route=\"/v1/ids\",status=\"200\"} 1",
         "flakeid_server_requests_total{api=\"http\",route=\"/v1/ids\",status=\"400\"} 1",
-        "flakeid_server_ids_issued_total{generator=\"orders\"} 7",
+        "flakeid_server_requests_total{api=\"http\",route=\"/v1/id\",status=\"200\"} 2",
+        "flakeid_server_requests_total{api=\"http\",route=\"/v1/decode\",status=\"400\"} 1",
+        "flakeid_server_ids_issued_total{generator=\"orders\"} 9",
         "flakeid_server_generator_ready{generator=\"events\"} 1",
         "flakeid_server_generator_node_id{generator=\"orders\"} 73",
     ] {
@@ -327,6 +335,14 @@ async fn a_token_guards_the_id_apis_but_not_the_probes() {
     let ok = http_get(server.http, "/v1/id", &[("Authorization", "Bearer s3cret")]);
     assert_eq!(ok.status, 200);
     assert_eq!(server.get("/ready").status, 200);
+    // The refusals are counted with the route's answers.
+    let metrics = server.get("/metrics").body;
+    for line in [
+        "flakeid_server_requests_total{api=\"http\",route=\"/v1/id\",status=\"401\"} 2",
+        "flakeid_server_requests_total{api=\"http\",route=\"/v1/id\",status=\"200\"} 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
 
     let mut client = server.grpc().await;
     let status = client.next_id(NextIdRequest::default()).await.unwrap_err();
