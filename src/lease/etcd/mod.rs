@@ -872,20 +872,21 @@ mod tests {
         Ok(())
     }
 
-    /// A leader resumed from a pause revokes a live lease
-    /// (etcd-io/etcd#15247) between a renewal's mark transaction and its
-    /// keep-alive: the renewal raised the mark, then found its lease gone.
-    /// Taking the node id back must expect the mark's revision that renewal
-    /// left (which `renew` now passes on), not the one before it, which
-    /// would refuse the holder its own mark and fence it.
-    #[test]
-    fn a_take_back_after_a_revocation_expects_the_last_mark_written() {
+    /// A real etcd, a store on it (3 s TTL, node id 0 only, 5 s
+    /// timeout) and its claim of node id 0, with mark 100.
+    fn node_zero_claimed(
+        name: &str,
+    ) -> (
+        flakeid_test_servers::Server,
+        EtcdStore,
+        crate::lease::keeper::Claim,
+    ) {
         use crate::layout::Layout;
         use crate::lease::Terms;
         use crate::lease::keeper::Store;
         use flakeid_test_servers::{Kind, Server};
         let server = Server::start(Kind::Etcd);
-        let prefix = flakeid_test_servers::unique_prefix("take-back");
+        let prefix = flakeid_test_servers::unique_prefix(name);
         let settings = Terms {
             ttl: Duration::from_secs(3),
             node_ids: Some(0..=0),
@@ -906,6 +907,18 @@ mod tests {
         let Ok(Claimed::Node(claim, _)) = store.claim(&ask) else {
             panic!("no claim");
         };
+        (server, store, claim)
+    }
+
+    /// A leader resumed from a pause revokes a live lease
+    /// (etcd-io/etcd#15247) between a renewal's mark transaction and its
+    /// keep-alive: the renewal raised the mark, then found its lease gone.
+    /// Taking the node id back must expect the mark's revision that renewal
+    /// left (which `renew` now passes on), not the one before it, which
+    /// would refuse the holder its own mark and fence it.
+    #[test]
+    fn a_take_back_after_a_revocation_expects_the_last_mark_written() {
+        let (server, mut store, claim) = node_zero_claimed("take-back");
         let claimed = store.mark_revisions[&claim.handle];
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -945,32 +958,8 @@ mod tests {
     /// refused and fence the holder).
     #[test]
     fn a_renewal_whose_lease_is_revoked_after_its_mark_takes_the_node_id_back() {
-        use crate::layout::Layout;
-        use crate::lease::Terms;
         use crate::lease::keeper::Store;
-        use flakeid_test_servers::{Kind, Server};
-        let server = Server::start(Kind::Etcd);
-        let prefix = flakeid_test_servers::unique_prefix("revoked-renewal");
-        let settings = Terms {
-            ttl: Duration::from_secs(3),
-            node_ids: Some(0..=0),
-            ..Terms::default()
-        }
-        .settings(&Layout::twitter(), Duration::ZERO, "etcd".into())
-        .unwrap();
-        let mut store =
-            EtcdStore::new(vec![server.url()], &prefix, &settings, "token".into()).unwrap();
-        store.set_timeout(Duration::from_secs(5));
-        let ask = Ask {
-            first: 0,
-            last: 0,
-            fresh_before_ms: None,
-            usable_until_ms: u64::MAX,
-            ceiling_ms: 100,
-        };
-        let Ok(Claimed::Node(claim, _)) = store.claim(&ask) else {
-            panic!("no claim");
-        };
+        let (_server, mut store, claim) = node_zero_claimed("revoked-renewal");
         store.revoke_before_keep_alive = true;
         assert_eq!(
             store.renew(&claim, 200),
