@@ -16,27 +16,31 @@
 //! `{"error":"<what is wrong>"}`: 400 for a bad request, 401 without the
 //! bearer token (when one is configured), 404 for an unknown path, 405 for
 //! another method than GET, 503 with `Retry-After` while a generator cannot
-//! issue. Each ID route's metrics are recorded by a layer around it, which
-//! holds that route's handles (no lookup per request).
+//! issue. Each ID route's metrics are recorded by one wrapper around its
+//! handler (`Recorded`), which holds that route's handles (no lookup per
+//! request).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{FromRequestParts, Path, Query, Request, State};
+use axum::handler::Handler;
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::future::RouteFuture;
 use axum::routing::{MethodRouter, get};
 use flakeid::{Decoded, Id};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
-use tower::util::MapFutureLayer;
 
 use crate::api::{Failure, Service, parse_id};
 use crate::auth::Token;
@@ -73,20 +77,14 @@ pub fn router(
     // An ID route: the token checked (when one is configured), then the
     // answer recorded under `label`, 401s included. Wrong methods go to
     // the fallback, outside both.
-    let id_route = |route: MethodRouter<Arc<Http>>, label: &'static str| {
-        let route = match &token {
-            Some(token) => route.route_layer(middleware::from_fn_with_state(
-                Arc::clone(token),
-                require_token,
-            )),
-            None => route,
-        };
-        recorded(route, RouteMetrics::new("http", label, "200"))
+    let id_route = |label: &'static str| IdRoute {
+        token: token.clone(),
+        metrics: RouteMetrics::new("http", label, "200"),
     };
     Router::new()
-        .route("/v1/id", id_route(get(one_id), "/v1/id"))
-        .route("/v1/ids", id_route(get(many_ids), "/v1/ids"))
-        .route("/v1/decode/{id}", id_route(get(decode), "/v1/decode"))
+        .route("/v1/id", id_route("/v1/id").get(one_id))
+        .route("/v1/ids", id_route("/v1/ids").get(many_ids))
+        .route("/v1/decode/{id}", id_route("/v1/decode").get(decode))
         .route("/ready", get(ready))
         .route("/live", get(live))
         .route("/metrics", get(metrics_text))
@@ -176,23 +174,37 @@ impl IntoResponse for HttpError {
 fn json(status: StatusCode, body: &impl Serialize) -> Response {
     let mut bytes = serde_json::to_vec(body).expect("the bodies serialize");
     bytes.push(b'\n');
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        bytes,
-    )
-        .into_response()
+    // Built directly: `(status, headers, bytes).into_response()` sets
+    // `application/octet-stream` first and then replaces it.
+    let mut response = Response::new(Body::from(bytes));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// `?generator=NAME`, for the routes that take only that.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct GeneratorQuery {
     #[serde(default)]
     generator: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for GeneratorQuery {
+    type Rejection = HttpError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, HttpError> {
+        // No query at all, the usual `GET /v1/id`: the default generator,
+        // without running the deserializer.
+        if parts.uri.query().is_none() {
+            return Ok(GeneratorQuery::default());
+        }
+        let Query(query) = Query::from_request_parts(parts, state).await?;
+        Ok(query)
+    }
 }
 
 /// `?count=N[&generator=NAME]`.
@@ -224,11 +236,8 @@ struct DecodedId<'a> {
 
 type Answer = Result<Response, HttpError>;
 
-async fn one_id(
-    State(http): State<Arc<Http>>,
-    query: Result<Query<GeneratorQuery>, QueryRejection>,
-) -> Answer {
-    let Query(query) = query?;
+async fn one_id(State(http): State<Arc<Http>>, query: Result<GeneratorQuery, HttpError>) -> Answer {
+    let query = query?;
     let entry = http.service.generator(&query.generator)?;
     let batch = http.service.reserve(entry, 1).await?;
     Ok(json(
@@ -253,9 +262,9 @@ async fn many_ids(
 async fn decode(
     State(http): State<Arc<Http>>,
     id: Result<Path<String>, PathRejection>,
-    query: Result<Query<GeneratorQuery>, QueryRejection>,
+    query: Result<GeneratorQuery, HttpError>,
 ) -> Answer {
-    let (Path(id), Query(query)) = (id?, query?);
+    let (Path(id), query) = (id?, query?);
     let entry = http.service.generator(&query.generator)?;
     let (id, form) = parse_id(&id)?;
     let decoded = http.service.decode(entry, id)?;
@@ -269,24 +278,78 @@ async fn decode(
     ))
 }
 
-/// `route` with each answer counted in `metrics` by status, and its
-/// latency. A plain future around the route's (where axum's `from_fn`
-/// middleware would box one more future and clone the route per request).
-fn recorded(route: MethodRouter<Arc<Http>>, metrics: RouteMetrics) -> MethodRouter<Arc<Http>> {
-    let metrics = Arc::new(metrics);
-    route.route_layer(MapFutureLayer::new(
-        move |answer: RouteFuture<Infallible>| {
-            let metrics = Arc::clone(&metrics);
-            let start = Instant::now();
-            async move {
-                let response = answer.await;
-                if let Ok(response) = &response {
-                    metrics.record(start, response.status().as_str());
-                }
-                response
-            }
-        },
-    ))
+/// What an ID route is wrapped in: the token check (when one is
+/// configured) inside the metrics.
+struct IdRoute {
+    token: Option<Arc<Token>>,
+    metrics: RouteMetrics,
+}
+
+impl IdRoute {
+    /// `GET` to `handler`, wrapped.
+    fn get<H, T>(self, handler: H) -> MethodRouter<Arc<Http>>
+    where
+        H: Handler<T, Arc<Http>>,
+        H::Future: Unpin,
+        T: 'static,
+    {
+        let metrics = Arc::new(self.metrics);
+        match self.token {
+            Some(token) => get(Recorded {
+                handler: handler.layer(middleware::from_fn_with_state(token, require_token)),
+                metrics,
+            }),
+            None => get(Recorded { handler, metrics }),
+        }
+    }
+}
+
+/// The metrics layer: `handler` with each answer counted in `metrics` by
+/// status, and its latency.
+///
+/// A handler around a handler, where a `tower` layer (on the route or on
+/// the handler) would put a service, its `oneshot` and a second future
+/// around every request: this one adds the start time to the handler's
+/// future, nothing else.
+#[derive(Clone)]
+struct Recorded<H> {
+    handler: H,
+    metrics: Arc<RouteMetrics>,
+}
+
+impl<H, T, S> Handler<T, S> for Recorded<H>
+where
+    H: Handler<T, S>,
+    H::Future: Unpin,
+    T: 'static,
+    S: Send + 'static,
+{
+    type Future = RecordedAnswer<H::Future>;
+
+    fn call(self, request: Request, state: S) -> Self::Future {
+        RecordedAnswer {
+            start: Instant::now(),
+            answer: self.handler.call(request, state),
+            metrics: self.metrics,
+        }
+    }
+}
+
+/// A handler's answer, recorded when it is ready.
+struct RecordedAnswer<F> {
+    start: Instant,
+    answer: F,
+    metrics: Arc<RouteMetrics>,
+}
+
+impl<F: Future<Output = Response> + Unpin> Future for RecordedAnswer<F> {
+    type Output = Response;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let response = ready!(Pin::new(&mut self.answer).poll(cx));
+        self.metrics.record(self.start, response.status().as_str());
+        Poll::Ready(response)
+    }
 }
 
 #[derive(Serialize)]
