@@ -34,3 +34,19 @@ for (point, measure), sides in points.items():
     ratio = f"{after / before:.2f}" if before else ""
     rounds = min(len(sides.get("before", [])), len(sides.get("after", [])))
     print(f"| {point} | {measure} | {before:,.0f} | {after:,.0f} | {ratio} | {rounds} |")
+
+instructions = out / "instructions.jsonl"
+if instructions.exists():
+    counts = {}
+    for line in instructions.read_text().splitlines():
+        r = json.loads(line)
+        counts.setdefault(r["api"], {})[r["server"]] = r["per_call"]
+    print()
+    print("Server instructions per call (callgrind, user space, all threads):")
+    print()
+    print("| call | before | after | after / before |")
+    print("|---|---:|---:|---:|")
+    for api, sides in counts.items():
+        before, after = sides.get("before", 0), sides.get("after", 0)
+        ratio = f"{after / before:.3f}" if before else ""
+        print(f"| {api} | {before:,} | {after:,} | {ratio} |")

@@ -10,7 +10,9 @@
 # once) and this checkout's, then runs
 # run.sh for each without ferroid, alternately (before, after; then after,
 # before; ...), ROUNDS times (default 3), and prints each point's median
-# per side and their ratio. Writes target/server-bench/compare/.
+# per side and their ratio; then, with valgrind, each binary's instructions
+# per single-ID call (instructions.sh), which noise does not move. Writes
+# target/server-bench/compare/.
 # For published numbers run it on a quiet machine: the two cores are shared
 # with the load generator already.
 set -euo pipefail
@@ -48,4 +50,15 @@ for round in $(seq "$ROUNDS"); do
             bash server/bench/run.sh > "$OUT/$side-$round.log"
     done
 done
+# The same two binaries' instructions per single-ID call, which the
+# machine's noise does not move (instructions.sh), when valgrind is here.
+if command -v valgrind > /dev/null; then
+    for side in before after; do
+        echo "== instructions: $side"
+        SERVER="$OUT/flakeid-server-$side" LABEL="$side" bash server/bench/instructions.sh \
+            | tee -a "$OUT/instructions.jsonl"
+    done
+else
+    echo "valgrind is not installed: no instruction counts (apt-get install valgrind)"
+fi
 python3 server/bench/compare.py "$OUT" | tee "$OUT/compare.md"
