@@ -113,8 +113,8 @@ impl Service {
     pub fn stream_cut(&self, unsent: u64) -> Option<Failure> {
         // Asked before every chunk: until shutdown, one atomic load. The
         // channel's value sits behind a lock that every stream's check
-        // would take (16-bit StreamIds at chunk 1 ran at 0.88-0.90x the
-        // IDs/s with it, 0.98x without).
+        // would take (16-bit StreamIds at chunk 1 ran at 0.88-0.93x the
+        // IDs/s of 0f0bb43 with it, 0.98-1.13x without; compare.sh).
         if let Ok(false) = self.streams_end.has_changed() {
             return None;
         }
