@@ -5,12 +5,13 @@ import threading
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
 import flakeid_rs
 from flakeid_rs import Generator, Lease, Persist
+from forked import in_child
 
 # Two IDs per millisecond: a tick runs out at once.
 TINY = "epoch=1600000000000 fields=timestamp:41,worker:10,sequence:1"
@@ -59,7 +60,8 @@ def test_decode_compose_and_string_forms() -> None:
     assert (d.unix_ms, d.node_id, d.fields, d.sequence) == (1462015105796, 32, {"worker": 1, "process": 0}, 7)
     assert str(d) == "2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7"
     assert d.datetime.isoformat() == "2016-04-30T11:18:25.796000+00:00"
-    assert layout.compose(unix_ms=1462015105796, node_fields={"worker": 1}, sequence=7) == 175928847299117063
+    assert layout.compose(unix_ms=1462015105796, node_fields={"worker": 1, "process": 0},
+                          sequence=7) == 175928847299117063
     assert flakeid_rs.Layout(layout.spec) == layout
     assert flakeid_rs.encode(175928847299117063, "base62") == "0Czks0tP37X"
     assert flakeid_rs.encode(175928847299117063, "hex") == "0271065ac1020007"
@@ -214,3 +216,30 @@ def test_stats_and_health() -> None:
     with pytest.raises(flakeid_rs.ExpiredError) as e:
         expired.next_id()
     assert e.value.last_ms == 1600000000000 + 1023
+
+
+def test_a_generator_built_in_a_forked_child_stamps_the_current_time() -> None:
+    """The default clock's refresh thread does not survive a fork; a
+    generator built in the child must not serve its frozen reading. (Not in
+    test_fork.py: it does not depend on fork detection, since the generator
+    is the child's own.)"""
+    gen = Generator("twitter", node_id=1)
+    # Keep the refresh thread awake up to the fork: calls in many
+    # consecutive milliseconds.
+    start = time.monotonic()
+    while time.monotonic() - start < 0.05:
+        gen.next_id()
+
+    def child() -> Tuple[int, int]:
+        fresh = Generator("twitter", node_id=2)
+        fresh.next_id()
+        time.sleep(0.3)
+        before_ms = time.time_ns() // 1_000_000
+        return before_ms, fresh.decode(fresh.next_id()).unix_ms
+
+    _, (kind, result) = in_child(child)
+    assert kind == "ok", result
+    before_ms, id_ms = result
+    # The default clock may run up to ~2 ms behind the wall clock; a frozen
+    # reading would be 300 ms old.
+    assert id_ms >= before_ms - 50, (before_ms, id_ms)
