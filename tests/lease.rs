@@ -107,6 +107,40 @@ macro_rules! scenarios {
 #[cfg(feature = "etcd")]
 mod etcd {
     scenarios!(Kind::Etcd, "etcd");
+
+    /// (etcd only: a renewal is hedged over the members, and one applied
+    /// late must not lower the mark.)
+    #[test]
+    fn a_renewal_applied_after_a_newer_one_leaves_the_mark() {
+        let _serial = one_at_a_time();
+        let server = Server::start(Kind::Etcd);
+        assert_eq!(
+            lease_support::late_copy_leaves_the_mark(&server, &honest),
+            Ok(())
+        );
+    }
+
+    /// The scenario above with the mark's revision guard planted away
+    /// (`--cfg flakeid_plant`): it must fail, naming what broke.
+    #[cfg(flakeid_plant)]
+    mod plants {
+        use crate::lease_support::{self, Kind, Server, one_at_a_time, planted};
+
+        #[test]
+        fn etcd_mark_unguarded() {
+            let _serial = one_at_a_time();
+            let server = Server::start(Kind::Etcd);
+            let tweak = planted("etcd-mark-unguarded");
+            let caught = lease_support::late_copy_leaves_the_mark(&server, &tweak);
+            let Err(broke) = caught else {
+                panic!("the planted bug went unnoticed");
+            };
+            assert!(
+                broke.contains("a renewal applied late lowered it"),
+                "{broke}"
+            );
+        }
+    }
 }
 
 #[cfg(feature = "redis")]

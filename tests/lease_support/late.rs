@@ -247,3 +247,116 @@ pub fn late_renewal(server: &Server, tweak: Tweak) {
         "in {runs} runs the keeper never had the held answer before giving up on it"
     );
 }
+
+/// A renewal etcd applies after a newer one (a copy of a hedged renewal,
+/// stuck on its way to the member asked first while the next member's
+/// copy and the renewal after it went through) must leave the mark where
+/// the newer one put it: every value the mark takes while the node id is
+/// held is at least the one before. `Err` says what broke.
+///
+/// The lease has two endpoints, two HTTP/2 proxies in front of the one
+/// etcd. From just after the build, both hold the keeper's requests back.
+/// The first renewal's mark transaction is held by the proxy of the member
+/// asked first; that proxy is then frozen (nothing more passes), and the
+/// other one forwards: the hedged copy of the renewal goes through it, and
+/// the renewals after it. Once a renewal sent after the hold began has
+/// extended the lease (its ceiling is above the held one's), the frozen
+/// proxy delivers the held transaction, without the client's cancellation
+/// of it, and the test waits until etcd answered it. The mark's history
+/// (every write since the build, read from etcd's revisions) must then
+/// never go down.
+///
+/// Waited for, not timed: a run where the keeper lost its lease meanwhile
+/// (the held transaction could then raise nothing) shows nothing; it runs
+/// again, up to five times.
+#[cfg(feature = "etcd")]
+pub fn late_copy_leaves_the_mark(server: &Server, tweak: Tweak) -> Result<(), String> {
+    const COPY_TTL: Duration = Duration::from_secs(3);
+    const WITHIN: Duration = Duration::from_secs(30);
+    for run in 1..=5 {
+        let prefix = unique_prefix("late-copy");
+        let proxies = [Proxy::http2(server.addr()), Proxy::http2(server.addr())];
+        let heard = Heard::open();
+        let hook = heard.clone();
+        let urls = proxies.each_ref().map(|p| url_at(Kind::Etcd, p.addr()));
+        let lease = Lease::etcd(urls)
+            .prefix(&prefix)
+            .node_ids(0..=0)
+            .ttl(COPY_TTL)
+            .safety_margin(MARGIN)
+            .connect_timeout(Duration::from_secs(5));
+        let g = Generator::builder(Layout::twitter())
+            .lease(tweak(lease))
+            .on_event(move |e: &Event| hook.hear(e))
+            .build()
+            .unwrap();
+        for p in &proxies {
+            p.hold_requests(true);
+        }
+        let mark_key = format!("{prefix}/marks/0");
+        let since = mark_history(&server.url(), &mark_key, 1).last().unwrap().0;
+        wait_until(WITHIN, "a renewal's request held", || {
+            proxies.iter().any(|p| p.held_requests() > 0)
+        });
+        let held_at = Instant::now();
+        let (late, other) = match proxies[0].held_requests() > 0 {
+            true => (&proxies[0], &proxies[1]),
+            false => (&proxies[1], &proxies[0]),
+        };
+        late.freeze(true);
+        other.hold_requests(false);
+        let newer = |e: &Event| matches!(e, Event::LeaseExtended { claim: false, sent, .. } if *sent > held_at);
+        heard.wait_for(WITHIN, "a renewal sent after the held one", |e| {
+            e.iter().any(newer) || e.iter().any(is_fenced)
+        });
+        late.release_requests();
+        wait_until(WITHIN, "etcd's answer to the held renewal", || {
+            late.late_requests() > 0 && late.late_requests_answered() == late.late_requests()
+        });
+        let history = mark_history(&server.url(), &mark_key, since);
+        let events = heard.events();
+        drop(g);
+        if events.iter().any(is_fenced) {
+            eprintln!("late copy, run {run}: the lease lapsed meanwhile: {events:?}");
+            continue;
+        }
+        if let Some(w) = history.windows(2).find(|w| w[1].1 < w[0].1) {
+            return Err(format!(
+                "the mark went down from {} to {} while the node id was held \
+                 (a renewal applied late lowered it): {history:?}",
+                w[0].1, w[1].1
+            ));
+        }
+        return Ok(());
+    }
+    panic!("in 5 runs the lease lapsed before the held renewal reached etcd");
+}
+
+/// Every value `key` took from revision `since` on, with the revision that
+/// wrote it, read from etcd's history.
+#[cfg(feature = "etcd")]
+fn mark_history(url: &str, key: &str, since: i64) -> Vec<(i64, u64)> {
+    use etcd_client::GetOptions;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut c = etcd_client::Client::connect([url], None).await.unwrap();
+            let now = c.get(key, None).await.unwrap().header().unwrap().revision();
+            assert!(now - since < 100_000, "{} revisions to read", now - since);
+            let mut writes: Vec<(i64, u64)> = Vec::new();
+            for revision in since..=now {
+                let options = GetOptions::new().with_revision(revision);
+                let got = c.get(key, Some(options)).await.unwrap();
+                let Some(kv) = got.kvs().first() else {
+                    continue;
+                };
+                if writes.last().is_none_or(|w| w.0 != kv.mod_revision()) {
+                    let value = String::from_utf8_lossy(kv.value()).parse().unwrap();
+                    writes.push((kv.mod_revision(), value));
+                }
+            }
+            writes
+        })
+}

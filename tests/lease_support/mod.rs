@@ -9,7 +9,8 @@
 //! - `race.rs`: two processes of 32 generators claiming at once.
 //! - `outage.rs`: the store killed and restarted, or frozen.
 //! - `churn.rs`: 1,000 simulated nodes joining and leaving.
-//! - `late.rs`: renewals answered late (Redis for the deadline's).
+//! - `late.rs`: renewals answered late (Redis for the deadline's), and
+//!   (etcd) a renewal's copy applied after a newer renewal.
 //! - `plant.rs`: bugs planted in the lease (the plant build).
 
 mod churn;
@@ -17,7 +18,7 @@ mod claims;
 mod heard;
 mod late;
 mod outage;
-#[cfg(all(flakeid_plant, feature = "redis"))]
+#[cfg(flakeid_plant)]
 mod plant;
 mod race;
 mod store;
@@ -45,9 +46,11 @@ pub use claims::{
 pub use heard::{Heard, OpenOnDrop, is_extension, is_fenced, is_renewal_failure};
 #[cfg(feature = "redis")]
 pub use late::deadline_counts_from_sending;
+#[cfg(feature = "etcd")]
+pub use late::late_copy_leaves_the_mark;
 pub use late::late_renewal;
 pub use outage::{frozen_store, killed_then_restarted};
-#[cfg(all(flakeid_plant, feature = "redis"))]
+#[cfg(flakeid_plant)]
 pub use plant::{fails_naming, planted};
 pub use race::{race_child, two_processes_race};
 use store::LeaseStore;

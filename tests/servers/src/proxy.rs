@@ -1,11 +1,22 @@
 //! A TCP proxy in front of a server, for tests that need the network
 //! between a client and its server to fail: cut (every connection closed,
 //! new ones refused), frozen (nothing forwarded either way: requests
-//! hang), or holding the server's answers (requests reach the server, the
-//! answers come late, in order, when the hold ends or is released). It
-//! counts the bytes it forwards each way, and the held bytes it delivered
-//! late.
+//! hang), holding the server's answers (requests reach the server, the
+//! answers come late, in order, when the hold ends or is released), or
+//! holding the client's requests (they reach the server late). It counts
+//! the bytes it forwards each way, and the held bytes it delivered late.
+//!
+//! An HTTP/2 proxy ([`Proxy::http2`], for gRPC servers such as etcd)
+//! forwards whole frames and knows their streams: it counts the requests
+//! (streams opened) it holds back, and, for those it delivered late, the
+//! server's answers (streams the server ended). Released on their own
+//! ([`Proxy::release_requests`]), held requests arrive as from a network
+//! that lost the client's later frames: without the client's cancellations
+//! (`RST_STREAM`, `GOAWAY`), and the server's connection stays open after
+//! the client's closed, so the server handles them as any request, after
+//! the client gave up on them.
 
+use std::collections::HashSet;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -19,6 +30,16 @@ const FORWARD: u8 = 0;
 const HOLD: u8 = 1;
 /// Nothing forwarded; what the server said is kept back.
 const FREEZE: u8 = 2;
+/// Server to client forwarded; client to server kept back.
+const HOLD_REQUESTS: u8 = 3;
+
+/// What an HTTP/2 client sends first, before any frame.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// HTTP/2 frame types and flags the proxy looks at.
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const GOAWAY: u8 = 0x7;
+const END_STREAM: u8 = 0x1;
 
 /// How often a pipe looks at the mode while its socket is quiet.
 const POLL: Duration = Duration::from_millis(2);
@@ -39,6 +60,15 @@ struct Shared {
     late: AtomicU64,
     /// Bytes from the server kept back right now, over every connection.
     held: AtomicU64,
+    /// Whether connections carry HTTP/2 ([`Proxy::http2`]).
+    http2: bool,
+    /// Bumped by [`Proxy::release_requests`].
+    request_releases: AtomicU64,
+    /// HTTP/2: requests (streams opened) kept back right now; delivered
+    /// late; and of those, the ones the server has ended since.
+    held_requests: AtomicU64,
+    late_requests: AtomicU64,
+    late_answered: AtomicU64,
     connections: Mutex<Vec<TcpStream>>,
 }
 
@@ -58,10 +88,28 @@ impl Proxy {
     /// Listens on 127.0.0.1 (a free port) and forwards every connection to
     /// `upstream`.
     pub fn new(upstream: SocketAddr) -> Proxy {
+        Proxy::start(upstream, Shared::default())
+    }
+
+    /// An HTTP/2 proxy (for gRPC: etcd): as [`Proxy::new`], and it forwards
+    /// whole frames, counts the requests it holds back and the answers to
+    /// those it delivered late, and drops the client's cancellations of
+    /// requests it releases ([`Proxy::release_requests`]).
+    pub fn http2(upstream: SocketAddr) -> Proxy {
+        Proxy::start(
+            upstream,
+            Shared {
+                http2: true,
+                ..Shared::default()
+            },
+        )
+    }
+
+    fn start(upstream: SocketAddr, shared: Shared) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(shared);
         let accepting = {
             let shared = shared.clone();
             thread::spawn(move || {
@@ -89,12 +137,16 @@ impl Proxy {
                         let _ = server.shutdown(Shutdown::Both);
                         break;
                     }
+                    // Requests delivered late, by stream, until the server
+                    // ends them.
+                    let late = Arc::new(Mutex::new(HashSet::new()));
                     requests(
                         client.try_clone().unwrap(),
                         server.try_clone().unwrap(),
                         shared.clone(),
+                        late.clone(),
                     );
-                    answers(server, client, shared.clone());
+                    answers(server, client, shared.clone(), late);
                 }
                 // The listener closes here: new connections are refused.
             })
@@ -134,6 +186,39 @@ impl Proxy {
     /// [`delivered_late`](Proxy::delivered_late) counts them then.
     pub fn release(&self) {
         self.shared.releases.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Keeps the client's requests back from now on while the server's
+    /// answers are still forwarded (a request stuck on its way), or
+    /// delivers what was kept back, as it is, in order, and forwards again.
+    pub fn hold_requests(&self, holding: bool) {
+        self.set(if holding { HOLD_REQUESTS } else { FORWARD });
+    }
+
+    /// Delivers the requests kept back so far (by
+    /// [`hold_requests`](Proxy::hold_requests)), once, and stays as it is
+    /// (holding requests or frozen). An HTTP/2 proxy leaves out the
+    /// client's cancellations among them and keeps the server's connection
+    /// open after the client's closed: the server handles the requests
+    /// though their client gave up on them.
+    pub fn release_requests(&self) {
+        self.shared.request_releases.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// HTTP/2: requests (streams opened) kept back right now.
+    pub fn held_requests(&self) -> u64 {
+        self.shared.held_requests.load(Ordering::Acquire)
+    }
+
+    /// HTTP/2: requests kept back and delivered later.
+    pub fn late_requests(&self) -> u64 {
+        self.shared.late_requests.load(Ordering::Acquire)
+    }
+
+    /// HTTP/2: of the [`late_requests`](Proxy::late_requests), those the
+    /// server has answered (ended the stream of) since: it handled them.
+    pub fn late_requests_answered(&self) -> u64 {
+        self.shared.late_answered.load(Ordering::Acquire)
     }
 
     fn set(&self, mode: u8) {
@@ -190,42 +275,215 @@ fn read_some(from: &mut TcpStream, buf: &mut [u8]) -> Result<Option<usize>, ()> 
     }
 }
 
+/// A piece of what a client sent: on an HTTP/2 proxy the preface or one
+/// whole frame, else what one read returned.
+struct Piece {
+    bytes: Vec<u8>,
+    /// The frame's type, flags and stream; `None`: not a frame.
+    frame: Option<(u8, u8, u32)>,
+}
+
+impl Piece {
+    /// The stream a request (a `HEADERS` frame from the client) opens.
+    fn opens(&self) -> Option<u32> {
+        match self.frame {
+            Some((HEADERS, _, stream)) => Some(stream),
+            _ => None,
+        }
+    }
+
+    /// A client's cancellation: a stream reset, or the connection going away.
+    fn cancels(&self) -> bool {
+        matches!(self.frame, Some((RST_STREAM | GOAWAY, _, _)))
+    }
+}
+
+/// The header of an HTTP/2 frame: its payload's length, type, flags and
+/// stream.
+fn frame_header(h: &[u8]) -> (usize, u8, u8, u32) {
+    let len = (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
+    let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+    (len, h[3], h[4], stream)
+}
+
+/// Cuts what a client sends into [`Piece`]s.
+struct Splitter {
+    http2: bool,
+    /// Bytes of the HTTP/2 preface still to come.
+    preface: usize,
+    partial: Vec<u8>,
+}
+
+impl Splitter {
+    fn new(http2: bool) -> Splitter {
+        Splitter {
+            http2,
+            preface: if http2 { PREFACE.len() } else { 0 },
+            partial: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8], out: &mut Vec<Piece>) {
+        if !self.http2 {
+            out.push(Piece {
+                bytes: bytes.to_vec(),
+                frame: None,
+            });
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+        loop {
+            let (size, frame) = if self.preface > 0 {
+                (self.preface, None)
+            } else if self.partial.len() >= 9 {
+                let (len, kind, flags, stream) = frame_header(&self.partial);
+                (9 + len, Some((kind, flags, stream)))
+            } else {
+                return;
+            };
+            if self.partial.len() < size {
+                return;
+            }
+            let rest = self.partial.split_off(size);
+            let bytes = std::mem::replace(&mut self.partial, rest);
+            self.preface = 0;
+            out.push(Piece { bytes, frame });
+        }
+    }
+}
+
+/// Follows the frames of what an HTTP/2 server sends, as it passes.
+#[derive(Default)]
+struct Scanner {
+    header: Vec<u8>,
+    /// Payload bytes of the current frame still to pass.
+    skip: usize,
+}
+
+impl Scanner {
+    /// Calls `on_frame` with the type, flags and stream of each frame whose
+    /// header is complete in what came so far.
+    fn scan(&mut self, mut bytes: &[u8], mut on_frame: impl FnMut(u8, u8, u32)) {
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len());
+                self.skip -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (9 - self.header.len()).min(bytes.len());
+            self.header.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.header.len() == 9 {
+                let (len, kind, flags, stream) = frame_header(&self.header);
+                on_frame(kind, flags, stream);
+                self.skip = len;
+                self.header.clear();
+            }
+        }
+    }
+}
+
 /// Client to server: counted and forwarded, except while frozen (what was
-/// read just before a freeze waits for its end).
-fn requests(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
+/// read just before a freeze waits for its end) or holding requests (kept
+/// back until the hold ends or a release).
+fn requests(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    shared: Arc<Shared>,
+    late: Arc<Mutex<HashSet<u32>>>,
+) {
     thread::spawn(move || {
         let _ = from.set_read_timeout(Some(POLL));
         let mut buf = [0u8; 16 * 1024];
-        while !shared.cut.load(Ordering::Acquire) {
-            if shared.mode.load(Ordering::Acquire) == FREEZE {
+        let mut splitter = Splitter::new(shared.http2);
+        // Read and not passed on yet: kept back by a hold, and waiting for
+        // the next round (or a freeze's end).
+        let mut held: Vec<Piece> = Vec::new();
+        let mut waiting: Vec<Piece> = Vec::new();
+        let mut releases = shared.request_releases.load(Ordering::Acquire);
+        let mut ended = false;
+        // Counted before it is passed on: whatever the client has had an
+        // answer to is counted by then.
+        let pass = |to: &mut TcpStream, piece: &Piece| {
+            shared
+                .sent
+                .fetch_add(piece.bytes.len() as u64, Ordering::AcqRel);
+            to.write_all(&piece.bytes)
+        };
+        'pipe: while !shared.cut.load(Ordering::Acquire) {
+            let mode = shared.mode.load(Ordering::Acquire);
+            let now = shared.request_releases.load(Ordering::Acquire);
+            let released = now != releases;
+            releases = now;
+            let forwarding = mode != FREEZE && mode != HOLD_REQUESTS;
+            if mode == HOLD_REQUESTS {
+                for piece in waiting.drain(..) {
+                    if piece.opens().is_some() {
+                        shared.held_requests.fetch_add(1, Ordering::AcqRel);
+                    }
+                    held.push(piece);
+                }
+            }
+            if released || forwarding {
+                // A release drops the client's cancellations.
+                let abandoned = released && shared.http2;
+                for piece in held.drain(..) {
+                    if let Some(stream) = piece.opens() {
+                        shared.held_requests.fetch_sub(1, Ordering::AcqRel);
+                        late.lock().unwrap().insert(stream);
+                        shared.late_requests.fetch_add(1, Ordering::AcqRel);
+                    }
+                    if abandoned && piece.cancels() {
+                        continue;
+                    }
+                    if pass(&mut to, &piece).is_err() {
+                        break 'pipe;
+                    }
+                }
+            }
+            if forwarding {
+                for piece in waiting.drain(..) {
+                    if pass(&mut to, &piece).is_err() {
+                        break 'pipe;
+                    }
+                }
+            }
+            if ended {
+                if held.is_empty() && waiting.is_empty() {
+                    break;
+                }
                 thread::sleep(POLL);
                 continue;
             }
-            let n = match read_some(&mut from, &mut buf) {
-                Ok(Some(0)) | Err(()) => break,
-                Ok(None) => continue,
-                Ok(Some(n)) => n,
-            };
-            while shared.mode.load(Ordering::Acquire) == FREEZE
-                && !shared.cut.load(Ordering::Acquire)
-            {
+            if mode == FREEZE {
                 thread::sleep(POLL);
+                continue;
             }
-            // Counted before it is passed on: whatever the client has had
-            // an answer to is counted by then.
-            shared.sent.fetch_add(n as u64, Ordering::AcqRel);
-            if to.write_all(&buf[..n]).is_err() {
-                break;
+            match read_some(&mut from, &mut buf) {
+                Ok(Some(0)) | Err(()) => ended = true,
+                Ok(None) => {}
+                Ok(Some(n)) => splitter.push(&buf[..n], &mut waiting),
             }
         }
-        let _ = to.shutdown(Shutdown::Write);
+        // An HTTP/2 server keeps its connection after the client closed
+        // (until the proxy is cut): it handles what it was sent.
+        if !shared.http2 {
+            let _ = to.shutdown(Shutdown::Write);
+        }
     });
 }
 
 /// Server to client: delivered at once while forwarding; kept back while
 /// holding or frozen, and delivered, in order, when that ends or on a
-/// release.
-fn answers(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
+/// release. HTTP/2: the server's end of each stream delivered late is
+/// counted, and after the client closed, what the server sends is dropped.
+fn answers(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    shared: Arc<Shared>,
+    late: Arc<Mutex<HashSet<u32>>>,
+) {
     thread::spawn(move || {
         let _ = from.set_read_timeout(Some(POLL));
         let mut held: Vec<u8> = Vec::new();
@@ -234,23 +492,37 @@ fn answers(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
         let mut releases = shared.releases.load(Ordering::Acquire);
         let mut buf = [0u8; 16 * 1024];
         let mut ended = false;
+        let mut scanner = Scanner::default();
+        let mut client_gone = false;
         while !shared.cut.load(Ordering::Acquire) {
             if !ended {
                 match read_some(&mut from, &mut buf) {
                     Ok(Some(0)) | Err(()) => ended = true,
                     Ok(None) => {}
                     Ok(Some(n)) => {
-                        held.extend_from_slice(&buf[..n]);
-                        shared.held.fetch_add(n as u64, Ordering::AcqRel);
+                        if shared.http2 {
+                            scanner.scan(&buf[..n], |kind, flags, stream| {
+                                let ends = (kind == HEADERS && flags & END_STREAM != 0)
+                                    || kind == RST_STREAM;
+                                if ends && late.lock().unwrap().remove(&stream) {
+                                    shared.late_answered.fetch_add(1, Ordering::AcqRel);
+                                }
+                            });
+                        }
+                        if !client_gone {
+                            held.extend_from_slice(&buf[..n]);
+                            shared.held.fetch_add(n as u64, Ordering::AcqRel);
+                        }
                     }
                 }
             }
             let mode = shared.mode.load(Ordering::Acquire);
+            let forwarding = mode == FORWARD || mode == HOLD_REQUESTS;
             let now = shared.releases.load(Ordering::Acquire);
             let released = now != releases;
             releases = now;
             if !held.is_empty() {
-                if mode == FORWARD || released {
+                if forwarding || released {
                     // Counted before they go: whatever the client has
                     // read is counted by then.
                     let n = held.len() as u64;
@@ -263,13 +535,16 @@ fn answers(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
                     held.clear();
                     kept = false;
                     if written.is_err() {
-                        break;
+                        if !shared.http2 {
+                            break;
+                        }
+                        client_gone = true;
                     }
                 } else {
                     kept = true;
                 }
             }
-            if ended && (held.is_empty() || mode == FORWARD) {
+            if ended && (held.is_empty() || forwarding) {
                 break;
             }
             if ended {
