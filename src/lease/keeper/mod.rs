@@ -9,6 +9,7 @@
 //! parks; the crate's tests and its fleet simulation step it themselves, on
 //! mocked clocks.
 
+mod rules;
 #[cfg(any(feature = "etcd", feature = "redis"))]
 mod thread;
 
@@ -24,6 +25,7 @@ use crate::layout::Layout;
 #[cfg(any(test, flakeid_plant))]
 use crate::plant::Plant;
 
+pub(crate) use rules::Rules;
 #[cfg(any(feature = "etcd", feature = "redis"))]
 pub(crate) use thread::start;
 
@@ -239,18 +241,6 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// Whether `plant` is planted in this lease.
-    #[cfg(any(test, flakeid_plant))]
-    pub(crate) fn planted(&self, plant: Plant) -> bool {
-        self.plant == Some(plant)
-    }
-
-    /// `planted` if `plant` is planted in this lease, else `honest`.
-    #[cfg(any(test, flakeid_plant))]
-    fn plant_or<T>(&self, plant: Plant, planted: T, honest: T) -> T {
-        if self.planted(plant) { planted } else { honest }
-    }
-
     pub(crate) fn renew_every(&self) -> Duration {
         self.ttl / 3
     }
@@ -267,8 +257,13 @@ impl Settings {
         (self.ttl / 3).min(self.connect_timeout)
     }
 
-    fn valid_for_ns(&self) -> u64 {
-        nanos(self.ttl - self.margin)
+    /// The keeper's rules for this lease, in fence nanoseconds.
+    pub(crate) fn rules(&self) -> Rules {
+        Rules {
+            valid_for: nanos(self.ttl - self.margin),
+            #[cfg(any(test, flakeid_plant))]
+            plant: self.plant,
+        }
     }
 
     fn tick_of(&self, unix_ms: u64) -> u64 {
@@ -436,13 +431,12 @@ impl<S: Store> Run<S> {
         | Claimed::None(skipped)) = &claimed;
         self.fence.note_skipped(skipped.count);
         self.skipped = skipped.clone();
+        let rules = s.rules();
         let (claim, wait) = match claimed {
             Claimed::Node(claim, _) => (claim, Duration::ZERO),
-            #[cfg(any(test, flakeid_plant))]
-            Claimed::NodeAfter(claim, ..) if s.planted(Plant::EpochWaitSkipped) => {
-                (claim, Duration::ZERO)
+            Claimed::NodeAfter(claim, _, wait) => {
+                (claim, Duration::from_nanos(rules.opening_wait(nanos(wait))))
             }
-            Claimed::NodeAfter(claim, _, wait) => (claim, wait),
             Claimed::None(skipped) if skipped.count == 0 => {
                 return Err(LeaseError::AllHeld {
                     first: s.first,
@@ -468,13 +462,11 @@ impl<S: Store> Run<S> {
                 });
             }
         };
-        let floor = s.tick_of(claim.mark_ms);
-        #[cfg(any(test, flakeid_plant))]
-        let floor = s.plant_or(Plant::ClaimIgnoresMark, 0, floor);
+        let floor = rules.floor(s.tick_of(claim.mark_ms));
         let rewind = fresh_before_ms.is_some();
         let mut held = Held {
             node_bits,
-            valid_until: sent.saturating_add(s.valid_for_ns()),
+            valid_until: rules.valid_until(sent),
             granted_ms: claim.ceiling_ms,
             claim,
             waiting: None,
@@ -573,25 +565,22 @@ impl<S: Store> Run<S> {
                 let renewed = self.store.renew(&h.claim, ceiling_ms);
                 let answered_at = Instant::now();
                 self.store.set_deadline(None);
-                #[cfg(any(test, flakeid_plant))]
-                let sent =
-                    self.settings
-                        .plant_or(Plant::DeadlineFromAnswer, self.fence.now_ns(), sent);
+                let rules = self.settings.rules();
+                let sent = rules.renewal_counts_from(sent, self.fence.now_ns());
                 match renewed {
                     Ok(true) => {
                         h.claim.ceiling_ms = ceiling_ms;
-                        let until = sent.saturating_add(self.settings.valid_for_ns());
+                        let until = rules.valid_until(sent);
                         // An answer that came after the deadline extends
                         // nothing: the claim is given up below. A waiting
                         // claim's fence is closed: only its deadline moves.
                         let ceiling = self.settings.tick_of(ceiling_ms);
+                        let fence = &self.fence;
                         let extended = match h.waiting {
-                            Some(_) => self.fence.now_ns() < h.valid_until,
-                            #[cfg(any(test, flakeid_plant))]
-                            None if self.settings.planted(Plant::LateAnswerReopens) => {
-                                self.fence.extend_if(until, ceiling, |_| true)
-                            }
-                            None => self.fence.extend(until, ceiling),
+                            Some(_) => fence.now_ns() < h.valid_until,
+                            None => fence.extend_if(until, ceiling, |open_until| {
+                                rules.extends(open_until, fence.now_ns())
+                            }),
                         };
                         if extended {
                             h.granted_ms = ceiling_ms;

@@ -1,0 +1,87 @@
+//! The keeper's decisions about time, as pure functions of integers: when
+//! a claim or renewal proves the lease valid until, whether an answer may
+//! extend the fence, a claim's floor and how long it waits to open.
+//!
+//! [`Run`](super::Run) calls them with fence nanoseconds and ticks; the
+//! lease protocol's model (`src/tests/model`) calls the same functions with
+//! its integer ticks, so that what the model checks is the keeper's rules,
+//! not a second copy of them. Each planted bug that breaks one of these
+//! rules (`crate::plant`) is planted here, next to the rule.
+
+#[cfg(any(test, flakeid_plant))]
+use crate::plant::Plant;
+
+/// The rules of one lease, in one clock's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// How long after its request was sent a claim or renewal proves the
+    /// lease valid: the TTL less the safety margin, in the holder's own
+    /// clock. The store counts the TTL from when the request reached it,
+    /// which is no earlier than the sending; the margin absorbs the holder's
+    /// clock running slower than the store's.
+    pub(crate) valid_for: u64,
+    /// A bug planted on purpose, for the tests that must catch it.
+    #[cfg(any(test, flakeid_plant))]
+    pub(crate) plant: Option<Plant>,
+}
+
+impl Rules {
+    #[cfg(any(test, flakeid_plant))]
+    fn planted(&self, plant: Plant) -> bool {
+        self.plant == Some(plant)
+    }
+
+    /// Until when a claim or renewal whose request was sent at `sent`
+    /// proves the lease valid.
+    pub(crate) fn valid_until(&self, sent: u64) -> u64 {
+        sent.saturating_add(self.valid_for)
+    }
+
+    /// The time a renewal counts its deadline and the next renewal from:
+    /// when its request was `sent`, however late its answer came
+    /// (`answered`), since the store may have renewed the claim as soon as
+    /// the request arrived.
+    pub(crate) fn renewal_counts_from(&self, sent: u64, answered: u64) -> u64 {
+        #[cfg(any(test, flakeid_plant))]
+        if self.planted(Plant::DeadlineFromAnswer) {
+            return answered;
+        }
+        let _ = answered;
+        sent
+    }
+
+    /// Whether a renewal answered at `now` extends a fence whose deadline is
+    /// `until` (0: closed): only while the fence is open. An answer after
+    /// the deadline extends nothing, even under the same grant: the store
+    /// may have let the claim expire, and a generator may have seen the
+    /// fence closed.
+    pub(crate) fn extends(&self, until: u64, now: u64) -> bool {
+        #[cfg(any(test, flakeid_plant))]
+        if self.planted(Plant::LateAnswerReopens) {
+            return true;
+        }
+        until != 0 && now < until
+    }
+
+    /// A claim's floor, from the tick of the mark it found: the new holder
+    /// issues only after every earlier holder of the node id.
+    pub(crate) fn floor(&self, mark_tick: u64) -> u64 {
+        #[cfg(any(test, flakeid_plant))]
+        if self.planted(Plant::ClaimIgnoresMark) {
+            return 0;
+        }
+        mark_tick
+    }
+
+    /// How long after its answer a claim's fence waits to open, when the
+    /// store said `wait` (the rest of a new epoch's first TTL: an earlier
+    /// holder's claim may have been lost in a failover, and that holder may
+    /// issue until its own deadline).
+    pub(crate) fn opening_wait(&self, wait: u64) -> u64 {
+        #[cfg(any(test, flakeid_plant))]
+        if self.planted(Plant::EpochWaitSkipped) {
+            return 0;
+        }
+        wait
+    }
+}
