@@ -8,6 +8,10 @@
 //!   pauses, its stop, its exit).
 //! - `w<k>.stderr`: worker `k`'s standard error (an honest worker writes
 //!   nothing there).
+//! - `w<k>.requests`: when each of worker `k`'s requests to its store left
+//!   it, as a proxy in front of the store saw them (scenarios that put one
+//!   there, for that worker alone), one per line: send instants the
+//!   checker takes from outside the code under test ([`read_requests`]).
 //! - `faults`: the nemesis's [`Fault`]s, one per line; `skipped`: the
 //!   faults it could not inject (no member in the role, no generator
 //!   issuing), one per line, as `<mono ns> <kind>`.
@@ -340,6 +344,25 @@ pub fn stderr_path(dir: &Path, worker: usize) -> PathBuf {
 
 pub fn ids_path(dir: &Path, worker: usize) -> PathBuf {
     dir.join(format!("w{worker}.ids"))
+}
+
+pub fn requests_path(dir: &Path, worker: usize) -> PathBuf {
+    dir.join(format!("w{worker}.requests"))
+}
+
+/// Writes worker `worker`'s request instants (CLOCK_MONOTONIC ns) to
+/// `w<k>.requests`.
+pub fn write_requests(dir: &Path, worker: usize, instants: &[u64]) {
+    let text: String = instants.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(requests_path(dir, worker), text).expect("the requests file");
+}
+
+/// Worker `worker`'s request instants, sorted, if a proxy recorded them.
+pub fn read_requests(dir: &Path, worker: usize) -> Option<Vec<u64>> {
+    let text = std::fs::read_to_string(requests_path(dir, worker)).ok()?;
+    let mut instants: Vec<u64> = text.lines().filter_map(|l| l.parse().ok()).collect();
+    instants.sort_unstable();
+    Some(instants)
 }
 
 pub fn events_path(dir: &Path, worker: usize) -> PathBuf {

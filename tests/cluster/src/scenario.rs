@@ -10,7 +10,9 @@
 //!   real Redis behind a [`Proxy`] that holds the answer to a renewal and
 //!   delivers it late, then lets nothing through: the fence must close at
 //!   the renewal's *request* plus TTL − margin, and an answer that comes
-//!   after the deadline must not reopen it. Caught by the deadline check.
+//!   after the deadline must not reopen it. Caught by the deadline check,
+//!   which takes the requests' instants from the proxy too: a keeper that
+//!   stamped its sends late would be caught as well.
 //! - [`failover_claim`] (`epoch-wait-skipped`): Redis behind Sentinel; a
 //!   holder's claim never reaches the replicas, the primary is paused, a
 //!   replica is promoted without the claim, and another worker claims the
@@ -29,7 +31,7 @@ use crate::check::{Report, check};
 use crate::cluster::{Cluster, Role, StoreKind};
 use crate::fleet::{Fleet, View, WorkerSpec};
 use crate::mono_ns;
-use crate::record::{Issued, ids_path};
+use crate::record::{Issued, ids_path, write_requests};
 use crate::worker::Store;
 
 /// Waits for `done`, or panics naming `what` (a scenario that cannot reach
@@ -202,6 +204,9 @@ fn late_answer_once(late: Late, plant: &str, exe: &Path, dir: &Path) -> LateAnsw
     let view = fleet.views()[w].clone();
     fleet.stop_all();
     let proxy_late = proxy.delivered_late();
+    // The worker is the proxy's only client: when its requests left it,
+    // for the checker.
+    write_requests(dir, w, &proxy.requests_read_at());
     drop(proxy);
     drop(server);
     let report = check(dir);

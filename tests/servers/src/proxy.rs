@@ -69,6 +69,8 @@ struct Shared {
     held_requests: AtomicU64,
     late_requests: AtomicU64,
     late_answered: AtomicU64,
+    /// When each chunk of bytes came from a client (CLOCK_MONOTONIC ns).
+    requests_read: Mutex<Vec<u64>>,
     connections: Mutex<Vec<TcpStream>>,
 }
 
@@ -205,6 +207,14 @@ impl Proxy {
         self.shared.request_releases.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// When the proxy read each chunk of bytes a client sent (requests,
+    /// from every connection, in order), on CLOCK_MONOTONIC in
+    /// nanoseconds: when they left their client, as seen from outside it
+    /// (within the proxy's scheduling; whether held, frozen or forwarded).
+    pub fn requests_read_at(&self) -> Vec<u64> {
+        self.shared.requests_read.lock().unwrap().clone()
+    }
+
     /// HTTP/2: requests (streams opened) kept back right now.
     pub fn held_requests(&self) -> u64 {
         self.shared.held_requests.load(Ordering::Acquire)
@@ -263,6 +273,18 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.cut();
     }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (what `Instant` reads on Linux), as a
+/// number other processes' records share.
+fn mono_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// A read that gives up after [`POLL`], so the pipe sees mode changes:
@@ -463,7 +485,10 @@ fn requests(
             match read_some(&mut from, &mut buf) {
                 Ok(Some(0)) | Err(()) => ended = true,
                 Ok(None) => {}
-                Ok(Some(n)) => splitter.push(&buf[..n], &mut waiting),
+                Ok(Some(n)) => {
+                    shared.requests_read.lock().unwrap().push(mono_ns());
+                    splitter.push(&buf[..n], &mut waiting);
+                }
             }
         }
         // An HTTP/2 server keeps its connection after the client closed

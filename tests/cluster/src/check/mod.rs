@@ -5,7 +5,9 @@
 //! - **Safety** ([`safety`]): no ID twice, no (node id, millisecond) from
 //!   two processes, each worker's IDs increasing, no ID from a call that
 //!   started past its claim's deadline (computed by the checker from the
-//!   instants the keeper sent its requests), no ID without a claim for its
+//!   instants the keeper sent its requests, and where a proxy recorded
+//!   them, from when the requests left the worker), no extension whose
+//!   reported send came after its request left, no ID without a claim for its
 //!   node id, and per node id every holder's IDs above every earlier
 //!   holder's.
 //! - **Workers** ([`workers`]): every worker exited cleanly, wrote nothing
@@ -26,8 +28,8 @@ use std::fmt;
 use std::path::Path;
 
 use crate::record::{
-    Fault, Issued, Line, Params, What, events_path, faults_path, ids_path, skipped_path,
-    stderr_path, workers_in,
+    Fault, Issued, Line, Params, What, events_path, faults_path, ids_path, read_requests,
+    skipped_path, stderr_path, workers_in,
 };
 use fenced::{FaultStat, KindStat, ms};
 
@@ -43,6 +45,10 @@ pub struct Worker {
     /// What it printed on stdout that is not a [`Line`].
     pub unparsed: Vec<String>,
     pub stderr: String,
+    /// When its requests left it, sorted, if a proxy in front of its store
+    /// recorded them (`w<k>.requests`): the checker then takes each
+    /// extension's send instant from there, not from the keeper alone.
+    pub requests: Option<Vec<u64>>,
 }
 
 /// One completed Sentinel failover, on the monotonic clock.
@@ -86,13 +92,14 @@ pub struct Report {
 impl Report {
     /// Everything that fails a run: duplicates, overlaps, IDs out of
     /// order, past a deadline, without a claim, or out of hand-off order,
-    /// and failed workers.
+    /// extensions stamped after their request left, and failed workers.
     pub fn violations(&self) -> u64 {
         let s = &self.safety;
         s.duplicates
             + s.overlaps
             + s.out_of_order
             + s.past_deadline
+            + s.late_stamps
             + s.unclaimed
             + s.handoff
             + self.worker_failures.len() as u64
@@ -226,6 +233,7 @@ fn read_worker(dir: &Path, index: usize) -> Worker {
         plant: "none".into(),
         unparsed,
         stderr: std::fs::read_to_string(stderr_path(dir, index)).unwrap_or_default(),
+        requests: read_requests(dir, index),
         ..Worker::default()
     };
     if let Some(What::Start {
@@ -255,8 +263,9 @@ impl fmt::Display for Report {
             f,
             "{} IDs from {} processes in {:.0} s ({:.0} IDs/s): {} duplicates, {} overlaps \
              (node id and millisecond in two processes), {} out of order, {} past a deadline \
-             ({} checked, {} left out), {} without a claim, {} out of hand-off order ({} \
-             holders), {} worker failures",
+             ({} checked, {} left out), {} extensions stamped after their request left ({} \
+             checked against a proxy's instants), {} without a claim, {} out of hand-off \
+             order ({} holders), {} worker failures",
             self.ids,
             self.workers,
             self.seconds,
@@ -267,6 +276,8 @@ impl fmt::Display for Report {
             s.past_deadline,
             s.attributed,
             s.unattributed,
+            s.late_stamps,
+            s.stamps_checked,
             s.unclaimed,
             s.handoff,
             s.holders,

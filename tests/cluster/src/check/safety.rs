@@ -24,6 +24,17 @@
 //!   attributed and is left out of this check and the next, and counted.
 //!   An ID under a node id its claim was not for, or with no claim in
 //!   force, is **unclaimed**.
+//! - **Send instants from outside.** The deadlines above trust the
+//!   keeper's own *sent*: a keeper that stamped it late (after its request
+//!   left) would move its fence's deadline and the checker's together.
+//!   Where a proxy in front of the store recorded when the worker's
+//!   requests left it (`w<k>.requests`), the checker takes each
+//!   extension's request from there: the first request that left after
+//!   the worker's last keeper line (an extension or another lease event,
+//!   each printed after the request it reports was answered) and before
+//!   the answer arrived. The deadline counts from the earlier of that and
+//!   the keeper's *sent*, and a *sent* more than [`READ_SLACK_NS`] after
+//!   it is **stamped late**.
 //! - **Hand-off order**: per node id, the claims of every worker in the
 //!   order their answers arrived are its holders, one after another; every
 //!   ID a later holder issued must be above every ID each earlier one
@@ -35,7 +46,7 @@ use std::collections::BTreeMap;
 use flakeid::Layout;
 
 use super::Worker;
-use crate::record::Issued;
+use crate::record::{Issued, What};
 
 /// How far the fence's clock may run from CLOCK_MONOTONIC, in parts per
 /// million (the library checks its TSC against the OS clock and uses the
@@ -59,6 +70,11 @@ pub struct Claim {
     pub late_answer_ns: Option<u64>,
     /// When the worker's next claim was sent (`u64::MAX`: none).
     pub until_ns: u64,
+    /// Extensions of this claim whose reported send came after their first
+    /// request left the worker (by a proxy's record): (reported, seen).
+    pub late_stamps: Vec<(u64, u64)>,
+    /// Extensions checked against a proxy's record.
+    pub stamps_checked: u64,
 }
 
 /// A worker's claims, from its `Extended` lines, with their deadlines.
@@ -79,8 +95,23 @@ pub fn claims(w: &Worker) -> Vec<Claim> {
         })
         .collect();
     extensions.sort_unstable();
+    // Printed by the keeper's hook after the request each reports was
+    // answered: a later extension's requests left after them.
+    let mut boundaries: Vec<u64> = w
+        .lines
+        .iter()
+        .filter(|l| matches!(l.what, What::Extended { .. } | What::Lease { .. }))
+        .map(|l| l.mono_ns)
+        .collect();
+    boundaries.sort_unstable();
     let mut claims: Vec<Claim> = Vec::new();
-    for (arrived_ns, sent_ns, claim, node) in extensions {
+    for (arrived_ns, reported_ns, claim, node) in extensions {
+        let seen = w
+            .requests
+            .as_deref()
+            .and_then(|r| first_request(r, &boundaries, arrived_ns));
+        let sent_ns = seen.map_or(reported_ns, |seen| seen.min(reported_ns));
+        let stamp = seen.map(|seen| (reported_ns, seen));
         if claim {
             if let Some(last) = claims.last_mut() {
                 last.until_ns = sent_ns;
@@ -93,10 +124,18 @@ pub fn claims(w: &Worker) -> Vec<Claim> {
                 deadline_ns: sent_ns + valid_ns,
                 late_answer_ns: None,
                 until_ns: u64::MAX,
+                late_stamps: Vec::new(),
+                stamps_checked: 0,
             });
+            if let (Some(c), Some(stamp)) = (claims.last_mut(), stamp) {
+                c.note_stamp(stamp);
+            }
             continue;
         }
         let Some(c) = claims.last_mut() else { continue };
+        if let Some(stamp) = stamp {
+            c.note_stamp(stamp);
+        }
         if c.late_answer_ns.is_some() || node != c.node {
             continue;
         }
@@ -107,6 +146,27 @@ pub fn claims(w: &Worker) -> Vec<Claim> {
         }
     }
     claims
+}
+
+impl Claim {
+    /// Counts an extension's reported send against the one a proxy saw.
+    fn note_stamp(&mut self, (reported, seen): (u64, u64)) {
+        self.stamps_checked += 1;
+        if reported > seen + READ_SLACK_NS {
+            self.late_stamps.push((reported, seen));
+        }
+    }
+}
+
+/// The first of `requests` (sorted) that left after the last of
+/// `boundaries` (sorted) before `arrived_ns`, and at or before it.
+fn first_request(requests: &[u64], boundaries: &[u64], arrived_ns: u64) -> Option<u64> {
+    let after = boundaries
+        .partition_point(|&b| b < arrived_ns)
+        .checked_sub(1)
+        .map_or(0, |k| boundaries[k]);
+    let k = requests.partition_point(|&r| r <= after);
+    requests.get(k).copied().filter(|&r| r <= arrived_ns)
 }
 
 /// The tolerance of the deadline check for a claim valid `valid_ns`.
@@ -121,6 +181,10 @@ pub struct Safety {
     pub overlaps: u64,
     pub out_of_order: u64,
     pub past_deadline: u64,
+    /// Extensions whose reported send came after their request left (by a
+    /// proxy's record), and extensions checked so.
+    pub late_stamps: u64,
+    pub stamps_checked: u64,
     pub unclaimed: u64,
     pub handoff: u64,
     /// IDs whose call overlapped two claims' spans (left out of the
@@ -274,6 +338,17 @@ pub fn check(layout: &Layout, workers: &[Worker], issued: &[Vec<Issued>]) -> Saf
             }
         }
         for (k, c) in claims.iter().enumerate() {
+            s.stamps_checked += c.stamps_checked;
+            s.late_stamps += c.late_stamps.len() as u64;
+            if let Some((reported, seen)) = c.late_stamps.first() {
+                s.example(format!(
+                    "w{}: {} extensions of node {} reported sent after their request left: \
+                     at {reported} ns, the request at {seen} ns",
+                    w.index,
+                    c.late_stamps.len(),
+                    c.node
+                ));
+            }
             if past[k] > 0 {
                 s.past_deadline += past[k];
                 let late = c
@@ -406,6 +481,46 @@ mod tests {
         let s = check(&layout(), &[w], &[ids]);
         assert_eq!(s.past_deadline, 2, "{:?}", s.examples);
         assert_eq!((s.attributed, s.unclaimed, s.unattributed), (4, 0, 0));
+    }
+
+    #[test]
+    fn a_send_stamped_after_its_request_left_is_caught_by_the_proxys_instants() {
+        // As above, but the renewal's request left at 1.9 s (a proxy saw
+        // it) and the keeper reported it sent at 2 s: the deadline counts
+        // from 1.9 s, and the stamp is late. The claim's request left at
+        // 0.999 s, before its reported send: on time.
+        let mut w = worker(
+            0,
+            &[
+                (1, true, 1_000 * MS, 1_001 * MS),
+                (1, false, 2_000 * MS, 2_500 * MS),
+            ],
+        );
+        // Another keeper line (a renewal failure) at 1.5 s: requests
+        // before it belong to earlier extensions.
+        w.lines.push(Line {
+            mono_ns: 1_500 * MS,
+            wall_ms: 0,
+            what: What::Lease {
+                event: "lease renewal failed".into(),
+            },
+        });
+        w.requests = Some(vec![999 * MS, 1_200 * MS, 1_900 * MS, 1_950 * MS]);
+        let c = claims(&w);
+        assert_eq!(c[0].deadline_ns, 4_300 * MS);
+        assert_eq!(c[0].late_stamps, [(2_000 * MS, 1_900 * MS)]);
+        assert_eq!(c[0].stamps_checked, 2);
+        let tolerance = tolerance_ns(2_400 * MS);
+        let ids = vec![
+            issued(4_300 * MS + tolerance, id(1, T0, 0)),
+            issued(4_350 * MS, id(1, T0 + 1, 0)),
+        ];
+        let s = check(&layout(), &[w.clone()], &[ids.clone()]);
+        assert_eq!((s.past_deadline, s.late_stamps), (1, 1), "{:?}", s.examples);
+        // Without the proxy's record, the keeper's stamps alone: nothing.
+        w.requests = None;
+        let s = check(&layout(), &[w], &[ids]);
+        assert_eq!((s.past_deadline, s.late_stamps), (0, 0), "{:?}", s.examples);
     }
 
     #[test]
