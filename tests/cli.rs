@@ -242,6 +242,10 @@ fn bad_arguments_get_a_message_and_a_non_zero_exit() {
         ),
         (vec!["gen", "--node-field", "rack=1"], "no field `rack`"),
         (vec!["gen", "--node-field", "worker"], "NAME=VALUE"),
+        (
+            vec!["gen", "--node-field", "datacenter=1"],
+            "node field `worker` is not set",
+        ),
         (vec!["gen", "--format", "base64"], "base64"),
         (vec!["gen", "--public-key", "abc"], "32 hex digits"),
         (

@@ -52,6 +52,42 @@ fn node_ids_out_of_range_or_unknown_are_refused() {
     assert_eq!(err.to_string(), "the layout has no field `shard`");
 }
 
+/// A node field left out is refused, naming it, in either generator: every
+/// host that forgot it would otherwise issue with it 0, and so the same IDs.
+#[test]
+fn a_forgotten_node_field_is_refused_by_name() {
+    let forgot = || Generator::builder(Layout::twitter()).node_field("datacenter", 1);
+    let expected = BuildError::Field(FieldError::NodeFieldNotSet {
+        field: "worker".into(),
+    });
+    assert_eq!(forgot().build().unwrap_err(), expected);
+    assert_eq!(forgot().build_mutex().unwrap_err(), expected);
+    assert_eq!(
+        expected.to_string(),
+        "node field `worker` is not set: give every node field a value \
+         (0 if that is meant), or the whole node id"
+    );
+    // The highest field left out is the one named.
+    let err = Generator::builder(Layout::twitter())
+        .node_field("worker", 3)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::Field(FieldError::NodeFieldNotSet {
+            field: "datacenter".into()
+        })
+    );
+    // Given as 0 on purpose, it is accepted.
+    let generator = forgot().node_field("worker", 0).build().unwrap();
+    assert_eq!(generator.node_id(), 1 << 5);
+    let decoded = generator.layout().decode(generator.next_id()).unwrap();
+    assert_eq!(
+        (decoded.field("datacenter"), decoded.field("worker")),
+        (Some(1), Some(0))
+    );
+}
+
 #[test]
 fn clock_ids_must_fit_and_need_a_field() {
     assert_eq!(

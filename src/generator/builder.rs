@@ -155,18 +155,26 @@ impl<C: Clock> Builder<C> {
         self
     }
 
-    /// Sets one named node field; fields not set are 0. Replaces an earlier
-    /// `node_id`.
+    /// Sets one named node field. Every node field of the layout must be set
+    /// (a field meant to be 0 is set to 0): `build` refuses a field left
+    /// out, naming it, since every host that forgot it would issue the same
+    /// IDs. Replaces an earlier `node_id`.
     ///
     /// ```
-    /// use flakeid::{BuildError, Generator, Layout, ManualClock};
+    /// use flakeid::{BuildError, FieldError, Generator, Layout, ManualClock};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let generator = Generator::builder(Layout::discord())
+    ///     .node_field("worker", 0)
     ///     .node_field("process", 2)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .build()?;
     /// assert_eq!(generator.node_id(), 2); // worker 0, process 2
+    /// let forgot = Generator::builder(Layout::discord()).node_field("process", 2).build();
+    /// assert_eq!(
+    ///     forgot.err(),
+    ///     Some(BuildError::Field(FieldError::NodeFieldNotSet { field: "worker".into() }))
+    /// );
     /// let unknown = Generator::builder(Layout::discord()).node_field("datacenter", 1).build();
     /// assert!(matches!(unknown, Err(BuildError::Field(_))));
     /// # Ok(())

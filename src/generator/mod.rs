@@ -834,6 +834,7 @@ mod tests {
     fn the_mutex_twin_has_the_inherent_methods() {
         let locked = MutexGenerator::builder(Layout::discord())
             .node_field("worker", 3)
+            .node_field("process", 0)
             .clock(ManualClock::new(1_700_000_000_000))
             .build_mutex()
             .unwrap();
@@ -845,10 +846,11 @@ mod tests {
 
         let locked = MutexGenerator::builder(Layout::twitter())
             .node_field("datacenter", 3)
+            .node_field("worker", 0)
             .clock(ManualClock::new(1_700_000_000_000))
             .build_mutex()
             .unwrap();
-        assert_eq!(locked.node_id(), 3 << 5); // worker 0
+        assert_eq!(locked.node_id(), 3 << 5);
         let decoded = locked.layout().decode(locked.next_id()).unwrap();
         assert_eq!(decoded.node_id(), locked.node_id());
 

@@ -169,6 +169,13 @@ pub enum FieldError {
         /// The bits the layout's fields take.
         layout_bits: u32,
     },
+    /// A node field was left out when a node id was given by its fields:
+    /// each is required, so that two hosts that both forget one do not share
+    /// a node id.
+    NodeFieldNotSet {
+        /// The field's name.
+        field: String,
+    },
     /// A time lies before the layout's epoch.
     BeforeEpoch {
         /// The time, in Unix milliseconds.
@@ -196,6 +203,11 @@ impl fmt::Display for FieldError {
             FieldError::UnusedBitsSet { id, layout_bits } => write!(
                 f,
                 "id {id} sets bits above the layout's {layout_bits}; it was not made with this layout"
+            ),
+            FieldError::NodeFieldNotSet { field } => write!(
+                f,
+                "node field `{field}` is not set: give every node field a value \
+                 (0 if that is meant), or the whole node id"
             ),
             FieldError::BeforeEpoch { unix_ms, epoch_ms } => {
                 write!(f, "time {unix_ms} ms is before the epoch ({epoch_ms} ms)")

@@ -1,6 +1,6 @@
 //! The bit plan of an ID: [`Layout`], and in files of their own its
 //! presets, its builder and validation, its fields, decoded IDs, its text
-//! form and its errors.
+//! form, its errors, and whether two generators' IDs can meet.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,6 +10,7 @@ mod builder;
 mod decoded;
 mod error;
 mod field;
+mod overlap;
 mod presets;
 mod spec;
 
@@ -489,19 +490,25 @@ impl Layout {
         (unix_ms.saturating_sub(self.epoch_ms) / self.unit_ms).min(self.timestamp_field().max())
     }
 
-    /// Combines named node field values into one node id. Fields not named are 0.
+    /// Combines named node field values into one node id. Every node field
+    /// must be named: a field left out is an error, not 0, since two hosts
+    /// that both forget it would share a node id. A field meant to be 0 is
+    /// given as 0. A name given twice takes its last value.
     ///
     /// # Errors
     ///
     /// [`FieldError::UnknownField`] for a name that is not a node field,
-    /// [`FieldError::OutOfRange`] for a value too large for its field.
+    /// [`FieldError::OutOfRange`] for a value too large for its field,
+    /// [`FieldError::NodeFieldNotSet`] naming the first node field left out.
     ///
     /// ```
-    /// use flakeid::Layout;
+    /// use flakeid::{FieldError, Layout};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let node = Layout::twitter().node_id_from_fields([("datacenter", 1), ("worker", 5)])?;
     /// assert_eq!(node, 1 << 5 | 5);
+    /// let forgot = Layout::twitter().node_id_from_fields([("datacenter", 1)]);
+    /// assert_eq!(forgot, Err(FieldError::NodeFieldNotSet { field: "worker".into() }));
     /// # Ok(())
     /// # }
     /// ```
@@ -510,21 +517,35 @@ impl Layout {
         values: impl IntoIterator<Item = (&'a str, u64)>,
     ) -> Result<u64, FieldError> {
         let mut node = 0;
+        // Bit i: the i-th node field from the lowest was named.
+        let mut named = 0u64;
         for (name, value) in values {
             let mut offset = 0;
             let mut found = None;
-            for f in self.node_fields().rev() {
+            for (i, f) in self.node_fields().rev().enumerate() {
                 if f.name == name {
-                    found = Some((f, offset));
+                    found = Some((f, offset, i));
                     break;
                 }
                 offset += f.bits;
             }
-            let Some((field, offset)) = found else {
+            let Some((field, offset, i)) = found else {
                 return Err(FieldError::UnknownField { field: name.into() });
             };
             check(name, value, field.max())?;
             node = (node & !(field.max() << offset)) | value << offset;
+            named |= 1 << i;
+        }
+        if let Some((_, missing)) = self
+            .node_fields()
+            .rev()
+            .enumerate()
+            .filter(|(i, _)| named & (1 << i) == 0)
+            .last()
+        {
+            return Err(FieldError::NodeFieldNotSet {
+                field: missing.name.to_string(),
+            });
         }
         Ok(node)
     }

@@ -20,7 +20,8 @@ pub(crate) struct GenArgs {
     /// Without it (or --node-field, or a layout's node=), 0, with a warning.
     #[arg(long, conflicts_with = "node_field")]
     node: Option<u64>,
-    /// One node field, as NAME=VALUE (repeatable); fields not given are 0.
+    /// One node field, as NAME=VALUE (repeatable); every node field of the
+    /// layout must be given (0 where 0 is meant).
     #[arg(long = "node-field", value_name = "NAME=VALUE", value_parser = parse_node_field)]
     node_field: Vec<(String, u64)>,
     /// The string form to print.
