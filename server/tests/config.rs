@@ -223,6 +223,28 @@ node_fields = { datacenter = 1, worker = 1 }
             "generators.c: can issue the same IDs as generators.a",
         ],
     );
+    // Node fields in other places: Twitter's node 4 and node 1 of a layout
+    // with 8 node bits above a 14-bit sequence both set bit 14 alone, in
+    // the same millisecond (one epoch).
+    let moved = dir.write(
+        "moved.toml",
+        r#"default_generator = "a"
+[generators.a]
+node_id = 4
+[generators.b]
+layout = "epoch=1288834974657 unit=1 fields=timestamp:41,node:8,sequence:14"
+node_id = 1
+"#,
+    );
+    refused(
+        &["--config", &moved.display().to_string()],
+        &[],
+        2,
+        &[
+            "generators.b: can issue the same IDs as generators.a (node id 4 there and 1 here \
+           set the same bits: both can issue ID ",
+        ],
+    );
     // Two leases under their own prefixes may hold the same node id.
     let leases = dir.write(
         "leases.toml",
@@ -312,6 +334,12 @@ fn lease_terms_and_listeners_are_checked_before_anything_starts() {
         &[],
         2,
         &[&format!("grpc_addr: {addr} is also http_addr")],
+    );
+    refused(
+        &["--node-id", "1", "--http-addr", "off", "--grpc-addr", "off"],
+        &[],
+        2,
+        &["http_addr: http_addr and grpc_addr are both off"],
     );
 }
 

@@ -114,6 +114,13 @@ fn server(config: &mut Config, c: &mut Checker<'_>) {
             format!("{grpc} is also http_addr ({http}): give each listener its own port"),
         );
     }
+    if config.http_addr.is_none() && config.grpc_addr.is_none() {
+        c.fail(
+            "http_addr",
+            "http_addr and grpc_addr are both off: the server would serve nothing; \
+             give at least one an address",
+        );
+    }
     match (&config.token, &config.token_file) {
         (Some(_), Some(_)) => c.fail("token_file", "token and token_file are both set; set one"),
         (None, Some(path)) => match std::fs::read_to_string(path) {
@@ -333,12 +340,11 @@ fn lease(name: &str, node: &NodeSource, layout: &Layout, c: &mut Checker<'_>) {
     c.fail(&key(at_fault), message);
 }
 
-/// What a generator can issue, as far as the configuration tells: where
-/// its node fields sit, its node id or lease, its IDs from now on.
-struct Reach {
-    node_mask: u64,
+/// What a generator can issue, as far as the configuration tells: its
+/// layout and its node id or lease.
+struct Reach<'a> {
+    layout: &'a Layout,
     node: Node,
-    ids: RangeInclusive<u64>,
 }
 
 enum Node {
@@ -348,15 +354,17 @@ enum Node {
     Leased(RangeInclusive<u64>, String),
 }
 
-fn reach(name: &str, g: &GeneratorConfig, now: SystemTime) -> Option<Reach> {
+impl Node {
+    fn ids(&self) -> RangeInclusive<u64> {
+        match self {
+            Node::Known(id) => *id..=*id,
+            Node::Leased(range, _) => range.clone(),
+        }
+    }
+}
+
+fn reach<'a>(name: &str, g: &'a GeneratorConfig) -> Option<Reach<'a>> {
     let layout = &g.layout;
-    let mask = |kinds: &[FieldKind]| {
-        layout
-            .fields()
-            .iter()
-            .filter(|f| kinds.contains(&f.kind()))
-            .fold(0, |mask, f| mask | f.max() << f.shift())
-    };
     let source = g.node.as_ref()?;
     let node = match (g.node_id, source.terms()) {
         (Some(id), _) => Node::Known(id),
@@ -370,53 +378,66 @@ fn reach(name: &str, g: &GeneratorConfig, now: SystemTime) -> Option<Reach> {
         ),
         (None, None) => return None,
     };
-    let epoch = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(layout.epoch_ms());
-    let first = layout.first_id_at(now.max(epoch)).ok()?.to_u64();
-    let all = [
-        FieldKind::Timestamp,
-        FieldKind::Node,
-        FieldKind::Sequence,
-        FieldKind::ClockId,
-    ];
-    Some(Reach {
-        node_mask: mask(&[FieldKind::Node]),
-        node,
-        ids: first..=mask(&all),
-    })
+    Some(Reach { layout, node })
 }
 
-/// Why `a` and `b` can issue one same ID with one node id, if they can:
-/// their node fields sit in the same bits, their IDs from now on overlap,
-/// and they have, or may lease, the same node id (two leases on one store
-/// under one prefix never hold the same one).
-fn meet(a: &Reach, b: &Reach) -> Option<String> {
-    if a.node_mask != b.node_mask || a.ids.end() < b.ids.start() || b.ids.end() < a.ids.start() {
+/// The node fields' bits, and how they make up the node id.
+fn node_plan(layout: &Layout) -> Vec<(u32, u32)> {
+    layout
+        .fields()
+        .iter()
+        .filter(|f| f.kind() == FieldKind::Node)
+        .map(|f| (f.shift(), f.bits()))
+        .collect()
+}
+
+/// Why `a` and `b` can issue one same ID from `now` on, if they can: an ID
+/// both layouts can make, with node ids each has or may lease, decided from
+/// the bits (`Layout::first_shared_id`), whatever the fields are called.
+/// Two leases on one store under one prefix never hold the same node id,
+/// which rules them out only where their node ids take the same bits.
+fn meet(a: &Reach<'_>, b: &Reach<'_>, now: SystemTime) -> Option<String> {
+    if let (Node::Leased(_, k1), Node::Leased(_, k2)) = (&a.node, &b.node)
+        && k1 == k2
+        && node_plan(a.layout) == node_plan(b.layout)
+    {
         return None;
     }
-    match (&a.node, &b.node) {
-        (Node::Known(x), Node::Known(y)) => (x == y).then(|| format!("node id {x} on both")),
-        (Node::Known(x), Node::Leased(range, _)) | (Node::Leased(range, _), Node::Known(x)) => {
-            range
-                .contains(x)
-                .then(|| format!("the lease may claim node id {x}"))
+    let shared = a
+        .layout
+        .first_shared_id(a.node.ids(), b.layout, b.node.ids(), now)?;
+    let node_of = |layout: &Layout| layout.decode(shared).map(|d| d.node_id()).unwrap_or(0);
+    let (x, y) = (node_of(a.layout), node_of(b.layout));
+    let how = match (&a.node, &b.node) {
+        (Node::Known(_), Node::Known(_)) if x == y && a.layout == b.layout => {
+            format!("node id {x} on both")
         }
-        (Node::Leased(r1, k1), Node::Leased(r2, k2)) => {
-            (k1 != k2 && r1.start() <= r2.end() && r2.start() <= r1.end())
-                .then(|| "leases on other stores or prefixes may hold the same node id".to_owned())
+        (Node::Known(_), Node::Known(_)) => {
+            format!("node id {x} there and {y} here set the same bits")
         }
-    }
+        (Node::Leased(..), Node::Leased(..)) => {
+            format!("leases that may claim node id {x} there and {y} here, which set the same bits")
+        }
+        (Node::Known(_), Node::Leased(..)) => {
+            format!("the lease may claim node id {y}, which shares the bits of node id {x} there")
+        }
+        (Node::Leased(..), Node::Known(_)) => {
+            format!("node id {y} shares the bits of node id {x}, which the lease there may claim")
+        }
+    };
+    Some(format!("{how}: both can issue ID {shared}"))
 }
 
 fn collisions(config: &Config, c: &mut Checker<'_>) {
     let now = SystemTime::now();
-    let reached: Vec<(&String, Reach)> = config
+    let reached: Vec<(&String, Reach<'_>)> = config
         .generators
         .iter()
-        .filter_map(|(name, g)| reach(name, g, now).map(|r| (name, r)))
+        .filter_map(|(name, g)| reach(name, g).map(|r| (name, r)))
         .collect();
     for (i, (name_b, b)) in reached.iter().enumerate() {
         for (name_a, a) in &reached[..i] {
-            if let Some(why) = meet(a, b) {
+            if let Some(why) = meet(a, b, now) {
                 c.fail(
                     &format!("generators.{name_b}"),
                     format!(
