@@ -515,7 +515,7 @@ mod tests {
             issued(4_300 * MS + tolerance, id(1, T0, 0)),
             issued(4_350 * MS, id(1, T0 + 1, 0)),
         ];
-        let s = check(&layout(), &[w.clone()], &[ids.clone()]);
+        let s = check(&layout(), &[w.clone()], std::slice::from_ref(&ids));
         assert_eq!((s.past_deadline, s.late_stamps), (1, 1), "{:?}", s.examples);
         // Without the proxy's record, the keeper's stamps alone: nothing.
         w.requests = None;
