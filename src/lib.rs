@@ -49,7 +49,9 @@
 //!   form ([`ParseLayoutError`]).
 //! - [`LayoutBuilder`]: a custom layout in any field order; [`LayoutError`].
 //! - [`Field`] and [`FieldKind`]: a layout's fields; [`FieldError`]: a value
-//!   a field cannot hold.
+//!   a field cannot hold, or a node field left out.
+//! - [`Layout::first_shared_id`]: whether two generators, on the same
+//!   layout or on different ones, can issue one same ID.
 //! - [`Decoded`]: an ID read back (time, node fields, sequence, clock id);
 //!   [`Parts`]: its raw field values.
 //!
@@ -148,7 +150,9 @@
 //!   that, the default [`OnExhausted::Wait`] waits for the next one.
 //! - Uniqueness across machines rests on distinct node ids: one per
 //!   process, never reused while the old holder may live ([`node_id`],
-//!   [`lease`]).
+//!   [`lease`]). Generators on different layouts are apart only when their
+//!   bits keep them apart: [`Layout::first_shared_id`] tells whether two
+//!   could ever issue one same ID.
 //! - Without [`Builder::persist`], a restarted process whose wall clock was
 //!   stepped back can reissue IDs its predecessor issued: the monotonic
 //!   clock protects only within one process. With it, a restart after a
