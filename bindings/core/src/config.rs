@@ -109,7 +109,8 @@ pub enum NodeSource {
     Unset,
     /// All node fields as one number, the first field highest.
     Id(u64),
-    /// Named node fields; fields not named are 0.
+    /// Named node fields, every one of the layout's (building refuses a
+    /// field left out: [`ErrorKind::NodeId`], detail `field_not_set`).
     Fields(Vec<(String, u64)>),
     /// A decimal node id in this environment variable, read at build.
     Env(String),

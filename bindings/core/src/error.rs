@@ -19,7 +19,7 @@ use flakeid::{
 /// | `InvalidArgument` | `invalid_argument` | an argument's value: out of range, an unknown name, a bad duration |
 /// | `InvalidType` | `invalid_type` | an argument of the wrong type (the bindings' conversions) |
 /// | `Layout` | `layout` | a layout spec that does not parse or breaks a rule |
-/// | `NodeId` | `node_id` | no node id chosen, or one that does not fit (a number, fields, the environment, a host name) |
+/// | `NodeId` | `node_id` | no node id chosen, node fields with one left out, or a node id that does not fit (a number, fields, the environment, a host name) |
 /// | `Config` | `config` | a policy the layout cannot serve, a bad random start, window, clock id or lease setting |
 /// | `State` | `state` | restart safety's saved state cannot be read, trusted or written at build |
 /// | `Lease` | `lease` | no node id could be leased at build (all held, unreachable, refused, ...) |
@@ -194,7 +194,8 @@ impl Error {
     /// `mark_ahead`, `not_a_file`, `too_large`, `io`, `other`; for `Layout`
     /// the spec error (`unknown_preset`, `bad_spec`, `invalid_layout`); for
     /// `NodeId` one of `not_set`, `env_not_set`, `not_a_number`,
-    /// `out_of_range`, `no_ordinal`, `hostname`, `unknown_field`.
+    /// `out_of_range`, `no_ordinal`, `hostname`, `unknown_field`,
+    /// `field_not_set` (node fields given with one left out).
     pub fn detail(&self) -> Option<&'static str> {
         self.detail
     }
@@ -289,6 +290,7 @@ fn field_error(field: FieldError, message: String) -> Error {
     }
     let detail = match field {
         FieldError::UnknownField { .. } => "unknown_field",
+        FieldError::NodeFieldNotSet { .. } => "field_not_set",
         _ => "out_of_range",
     };
     Error::new(ErrorKind::NodeId, message).with_detail(detail)
@@ -413,5 +415,26 @@ mod tests {
             (e.kind(), e.detail()),
             (ErrorKind::NodeId, Some("out_of_range"))
         );
+    }
+
+    #[test]
+    fn node_fields_with_one_left_out_are_refused_naming_it() {
+        let fields = |fields: &[(&str, u64)]| {
+            let mut config = crate::Config::new("twitter").unwrap();
+            config.node =
+                crate::NodeSource::Fields(fields.iter().map(|&(n, v)| (n.to_owned(), v)).collect());
+            crate::Generator::build(config)
+        };
+        let e = fields(&[("datacenter", 1)]).err().unwrap();
+        assert_eq!(
+            (e.kind(), e.detail()),
+            (ErrorKind::NodeId, Some("field_not_set"))
+        );
+        assert!(
+            e.message().starts_with("node field `worker` is not set"),
+            "{e}"
+        );
+        let built = fields(&[("datacenter", 1), ("worker", 0)]).unwrap();
+        assert_eq!(built.node_id(), Ok(1 << 5));
     }
 }

@@ -108,19 +108,23 @@ pub fn compose(layout: &Layout, parts: Parts) -> Result<u64, Error> {
     Ok(layout.compose(parts)?.to_u64())
 }
 
-/// A layout's node id from named node fields (fields not named are 0).
+/// A layout's node id from named node fields, every one of the layout's.
 ///
 /// # Errors
 ///
 /// [`ErrorKind::Field`](crate::ErrorKind::Field) for a field the layout
-/// does not have or a value that does not fit.
+/// does not have, a value that does not fit, or a node field left out.
 ///
 /// ```
-/// use flakeid_bindings::node_id_from_fields;
+/// use flakeid_bindings::{ErrorKind, node_id_from_fields};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let node = node_id_from_fields(&flakeid::Layout::twitter(), &[("datacenter".into(), 1)])?;
+/// let twitter = flakeid::Layout::twitter();
+/// let node = node_id_from_fields(&twitter, &[("datacenter".into(), 1), ("worker".into(), 0)])?;
 /// assert_eq!(node, 1 << 5);
+/// let err = node_id_from_fields(&twitter, &[("datacenter".into(), 1)]).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Field);
+/// assert!(err.message().starts_with("node field `worker` is not set"));
 /// # Ok(())
 /// # }
 /// ```

@@ -166,7 +166,7 @@ impl Layout {
         flakeid_bindings::compose(layout, parts).or_raise(&env)
     }
 
-    /// The node id of named node fields (fields not named are 0).
+    /// The node id of named node fields, every one of the layout's.
     #[napi]
     pub fn node_id_from_fields(&self, env: Env, fields: Unknown) -> napi::Result<u64> {
         let fields = args::fields(&env, &fields, "fields")?;

@@ -110,9 +110,9 @@ test('layouts, decode, compose and the string forms', () => {
   assert.equal(d.unixMs, 1462015105796)
   assert.equal(d.rfc3339, '2016-04-30T11:18:25.796Z')
   assert.deepEqual(JSON.parse(JSON.stringify(d)).id, '175928847299117063')
-  assert.equal(discord.compose({ unixMs: d.unixMs, nodeFields: { worker: 1 }, sequence: 7 }), id)
+  assert.equal(discord.compose({ unixMs: d.unixMs, nodeFields: { worker: 1, process: 0 }, sequence: 7 }), id)
   assert.equal(discord.compose({ timestamp: d.timestamp, nodeId: d.nodeId, sequence: 7n }), id)
-  assert.equal(discord.nodeIdFromFields({ process: 1 }), 1n)
+  assert.equal(discord.nodeIdFromFields({ worker: 0, process: 1 }), 1n)
   assert.equal(discord.maxNodeId, 1023n)
   assert.equal(discord.capacityPerTick, 4096n)
   assert.deepEqual(discord.fields.map((f) => f.kind), ['timestamp', 'node', 'node', 'sequence'])
@@ -133,6 +133,14 @@ test('every error is its class, with its stable code and reason', () => {
   const E = flakeid
   throwsClass(() => new Generator('twitter'), E.NodeIdError, 'not_set')
   throwsClass(() => new Generator('twitter', { nodeId: 1024 }), E.NodeIdError, 'out_of_range')
+  // Every node field is given: two hosts that both forgot one would share
+  // a node id.
+  const forgot = throwsClass(() => new Generator('twitter', { nodeFields: { datacenter: 1 } }),
+    E.NodeIdError, 'field_not_set')
+  assert.match(forgot.message, /^node field `worker` is not set/)
+  assert.equal(new Generator('twitter', { nodeFields: { datacenter: 1, worker: 0 } }).nodeId, 1n << 5n)
+  assert.match(throwsClass(() => new Layout('twitter').nodeIdFromFields({ datacenter: 1 }), E.FieldError).message,
+    /^node field `worker` is not set/)
   throwsClass(() => new Generator('twitter', { nodeIdFromEnv: 'FLAKEID_NODE_TEST_UNSET' }),
     E.NodeIdError, 'env_not_set')
   throwsClass(() => new Generator('twitter', { nodeIdFromHostname: 'web' }), E.NodeIdError, 'no_ordinal')

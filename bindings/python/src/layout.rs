@@ -139,7 +139,7 @@ impl Layout {
         flakeid_bindings::compose(layout, parts).map_err(raise)
     }
 
-    /// The node id of named node fields (fields not named are 0).
+    /// The node id of named node fields, every one of the layout's.
     fn node_id_from_fields(&self, fields: &Bound<'_, PyAny>) -> PyResult<u64> {
         let fields = args::fields(fields, "fields")?;
         flakeid_bindings::node_id_from_fields(&self.layout, &fields).map_err(raise)

@@ -83,6 +83,15 @@ def test_no_silent_node_zero_and_typed_refusals() -> None:
     assert Generator("twitter", single_node=True).node_id == 0
     with pytest.raises(flakeid_rs.NodeIdError, match="out of range"):
         Generator("twitter", node_id=1024)
+    # Every node field is given: two hosts that both forgot one would share
+    # a node id.
+    with pytest.raises(flakeid_rs.NodeIdError) as e:
+        Generator("twitter", node_fields={"datacenter": 1})
+    assert (e.value.code, e.value.detail) == ("node_id", "field_not_set")
+    assert str(e.value).startswith("node field `worker` is not set"), str(e.value)
+    assert Generator("twitter", node_fields={"datacenter": 1, "worker": 0}).node_id == 1 << 5
+    with pytest.raises(flakeid_rs.FieldError, match="node field `worker` is not set"):
+        flakeid_rs.Layout("twitter").node_id_from_fields({"datacenter": 1})
     with pytest.raises(flakeid_rs.InvalidArgument, match="one node id source"):
         Generator("twitter", node_id=1, single_node=True)
     with pytest.raises(flakeid_rs.ConfigError, match="clock-id field"):

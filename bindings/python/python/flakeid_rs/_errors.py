@@ -41,8 +41,8 @@ class LayoutError(Error, ValueError):
 
 
 class NodeIdError(Error, ValueError):
-    """No node id was chosen (there is no default), or the one chosen does
-    not fit the layout."""
+    """No node id was chosen (there is no default), node fields were given
+    with one left out, or the node id chosen does not fit the layout."""
 
     code = "node_id"
 

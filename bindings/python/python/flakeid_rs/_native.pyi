@@ -47,8 +47,13 @@ class Layout:
         clock_id: Optional[int] = None,
     ) -> int:
         """An ID from its parts (one of ``timestamp``, in ticks since the
-        epoch, and ``unix_ms``). Raises FieldError if a part does not fit."""
-    def node_id_from_fields(self, fields: Mapping[str, int]) -> int: ...
+        epoch, and ``unix_ms``; ``node_id``, or ``node_fields`` with every
+        node field, default node 0). Raises FieldError if a part does not
+        fit or a node field is left out."""
+    def node_id_from_fields(self, fields: Mapping[str, int]) -> int:
+        """The node id of named node fields, every one of the layout's.
+        Raises FieldError for a field the layout does not have, a value that
+        does not fit, or a node field left out."""
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -161,7 +166,10 @@ class Generator:
 
     ``next_*`` wait as the policies say (the GIL released while they wait);
     ``try_*`` also raise FencedError and StorageError at once; ``poll_*``
-    never wait. Build it with one node id source (see the package docs)."""
+    never wait. Build it with one node id source (see the package docs);
+    ``node_fields`` names every node field of the layout (one meant to be 0
+    is given as 0), and one left out raises NodeIdError (detail
+    ``field_not_set``)."""
 
     def __init__(
         self,
