@@ -46,7 +46,7 @@ export class Layout {
   decode(id: Integer): Decoded
   /**
    * An ID from its parts: one of `timestamp` (ticks since the epoch) and
-   * `unixMs`; `nodeId` or `nodeFields` (default node 0); `sequence` and
+   * `unixMs`; `nodeId` or `nodeFields`, every node field (default node 0); `sequence` and
    * `clockId` (default 0).
    * @throws {FieldError} if a part does not fit its field.
    */
@@ -59,8 +59,8 @@ export class Layout {
     clockId?: Integer
   }): bigint
   /**
-   * The node id of named node fields (fields not named are 0).
-   * @throws {FieldError} for a field the layout does not have, or a value that does not fit.
+   * The node id of named node fields, every one of the layout's.
+   * @throws {FieldError} for a field the layout does not have, a value that does not fit, or a node field left out.
    */
   nodeIdFromFields(fields: Record<string, Integer>): bigint
   /** Whether `other` is a `Layout` with the same epoch, unit and fields. */
@@ -189,7 +189,10 @@ export class Persist {
 export interface GeneratorOptions {
   /** All node fields as one number. */
   nodeId?: Integer
-  /** Named node fields; fields not named are 0. */
+  /**
+   * Named node fields, every one of the layout's (one meant to be 0 is
+   * given as 0): one left out throws `NodeIdError` (detail `field_not_set`).
+   */
   nodeFields?: Record<string, Integer>
   /** The environment variable holding a decimal node id, read at build. */
   nodeIdFromEnv?: string
@@ -257,8 +260,10 @@ export interface Stats {
  * Generators of one layout and one static node id in one process (in any
  * thread or worker thread) are handles on one generator: their IDs are
  * unique and ordered together. Building one with other settings than the
- * first throws `NodeIdError`. Leased generators each claim their own node
- * id.
+ * first throws `NodeIdError`, as does building one whose IDs could
+ * coincide with those of a generator of another layout in this process
+ * (the message names both and the first ID they share). Leased generators
+ * each claim their own node id.
  *
  * Synchronous calls wait on the JavaScript thread only for what is short:
  * the next tick (at most one tick of the layout), a clock behind under
@@ -271,7 +276,9 @@ export interface Stats {
  * const id = gen.nextId()          // 2126109822880346112n
  * gen.decode(id).nodeId            // 7n
  * const batch = gen.nextIds(4096)  // BigUint64Array
- * @throws {NodeIdError} without a node id, or with one that does not fit.
+ * @throws {NodeIdError} without a node id, with node fields of which one is
+ * left out (detail `field_not_set`), with a node id that does not fit, or
+ * one in use in this process as above.
  * @throws {LayoutError | ConfigError | StateError | LeaseError | InvalidArgumentError | InvalidTypeError}
  */
 export class Generator {

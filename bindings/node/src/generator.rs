@@ -20,6 +20,13 @@
 //! and ordered. A second build with other settings is refused. A leased
 //! node id is claimed afresh by every build, so leased generators are not
 //! shared.
+//!
+//! Generators of other layouts are not shared, and two of them can issue
+//! the same IDs when their bits line up (twitter's node 4 and node 1 of a
+//! layout with 8 node bits above a 14-bit sequence both set bit 14 only).
+//! A build whose IDs could coincide with those of a generator of another
+//! layout in [`REGISTRY`] is refused, naming both and the first ID they
+//! share (the library's `Layout::first_shared_id`).
 
 use std::cell::{Ref, RefCell};
 use std::collections::HashMap;
@@ -28,6 +35,7 @@ use std::ptr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
 
 use flakeid_bindings::flakeid::{self, Layout};
 use flakeid_bindings::{Blocked, Config, Error, ErrorKind, NodeSource, Wait};
@@ -51,6 +59,8 @@ pub(crate) struct Shared {
     handles: AtomicUsize,
     /// Its key in [`REGISTRY`], if registered.
     key: Option<Key>,
+    /// When it was built: it issues nothing from before.
+    built: SystemTime,
 }
 
 /// A layout and a node id.
@@ -119,6 +129,7 @@ fn open(config: Config) -> Result<Arc<Shared>, Error> {
             core,
             handles: AtomicUsize::new(1),
             key: None,
+            built: SystemTime::now(),
         }));
     };
     let mut registry = registry();
@@ -139,14 +150,20 @@ fn open(config: Config) -> Result<Arc<Shared>, Error> {
         shared.handles.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::clone(shared));
     }
+    let built = SystemTime::now();
+    refuse_shared_ids(registry, &key, built)?;
     // Built under the lock: two threads building the same node id at once
     // get one generator. Only a lease blocks for long, and it is not here.
     let core = flakeid_bindings::Generator::build(config)?;
     let key = (key.0, core.node_id()?);
+    if key.1 != node {
+        refuse_shared_ids(registry, &key, built)?;
+    }
     let shared = Arc::new(Shared {
         core,
         handles: AtomicUsize::new(1),
         key: Some(key.clone()),
+        built,
     });
     match registry.entry(key) {
         Entry::Vacant(slot) => {
@@ -161,6 +178,44 @@ fn open(config: Config) -> Result<Arc<Shared>, Error> {
             Ok(existing)
         }
     }
+}
+
+/// Refuses a generator of `key` built at `built` if it and a generator of
+/// another layout in the registry can issue one same ID. Every entry
+/// counts, including one whose handles all closed: a later build of its
+/// node id continues its sequence, and IDs it issued ahead of the clock
+/// may still lie ahead. Both are taken to issue from the older one's build
+/// on, which covers every ID either issued or will issue.
+fn refuse_shared_ids(
+    registry: &HashMap<Key, Arc<Shared>>,
+    key: &Key,
+    built: SystemTime,
+) -> Result<(), Error> {
+    let (layout, node) = key;
+    for ((other, other_node), shared) in registry {
+        if other == layout {
+            // One layout: distinct node ids never meet, and one node id is
+            // shared.
+            continue;
+        }
+        let from = built.min(shared.built);
+        let Some(id) =
+            layout.first_shared_id(*node..=*node, other, *other_node..=*other_node, from)
+        else {
+            continue;
+        };
+        return Err(Error::new(
+            ErrorKind::NodeId,
+            format!(
+                "a generator of layout `{other}` with node id {other_node} already exists in \
+                 this process (built in this thread or in another worker thread), and its IDs \
+                 can coincide with those of layout `{layout}` with node id {node}: both can \
+                 issue ID {id}; give this generator a node id whose IDs cannot meet that \
+                 one's, or build both on one layout"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Drops a handle on `shared`: if it was the last, and the generator has
