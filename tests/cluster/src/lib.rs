@@ -26,10 +26,11 @@
 //!   scenario.
 //!
 //! The short runs and the scenarios are this crate's integration tests
-//! (`cargo test -p flakeid-fault-tests --release`; the plants under
-//! `RUSTFLAGS="--cfg flakeid_plant"`); the long run is `fault-run` (see
-//! its `--help`). Both need etcd, redis-server, iptables and libfaketime
-//! (Debian: etcd-server, redis-server, iptables, faketime, libfaketime),
+//! (`cargo test -p flakeid-fault-tests --release`; the plants with
+//! `FLAKEID_PLANT=1`, which sets `cfg(flakeid_plant)`); the long run is
+//! `fault-run` (see its `--help`). Both need etcd, redis-server, iptables
+//! and libfaketime (Debian: etcd-server, redis-server, iptables, faketime,
+//! libfaketime),
 //! and root: iptables (`sudo -n iptables` is tried otherwise), and the
 //! members' own group ids, without which isolating an etcd member cuts
 //! only the connections made to it, not the ones it dials.

@@ -8,9 +8,11 @@
 //!
 //! ```text
 //! cargo test -p flakeid-fault-tests --release --test planted
-//! RUSTFLAGS="--cfg flakeid_plant" cargo test -p flakeid-fault-tests --release \
-//!     --target-dir target/plant --test planted
+//! FLAKEID_PLANT=1 cargo test -p flakeid-fault-tests --release --test planted
 //! ```
+//!
+//! (`FLAKEID_PLANT=1`: this crate's and flakeid's build scripts set
+//! `cfg(flakeid_plant)`, and only the two crates build again.)
 //!
 //! Root, etcd, redis-server and libfaketime, as for the short runs.
 
@@ -57,10 +59,7 @@ fn a_late_answer_extends_from_its_request() {
 }
 
 #[test]
-#[cfg_attr(
-    not(flakeid_plant),
-    ignore = "needs the plant build: RUSTFLAGS=\"--cfg flakeid_plant\""
-)]
+#[cfg_attr(not(flakeid_plant), ignore = "needs the plant build: FLAKEID_PLANT=1")]
 fn planted_deadline_from_the_answer_is_caught() {
     let o = late(Late::BeforeDeadline, "deadline-from-answer");
     caught(o.report.safety.past_deadline, &o.report);
@@ -77,10 +76,7 @@ fn an_answer_after_the_deadline_reopens_nothing() {
 }
 
 #[test]
-#[cfg_attr(
-    not(flakeid_plant),
-    ignore = "needs the plant build: RUSTFLAGS=\"--cfg flakeid_plant\""
-)]
+#[cfg_attr(not(flakeid_plant), ignore = "needs the plant build: FLAKEID_PLANT=1")]
 fn planted_late_answer_reopening_is_caught() {
     let o = late(Late::AfterDeadline, "late-answer-reopens");
     caught(o.report.safety.past_deadline, &o.report);
@@ -110,10 +106,7 @@ fn a_claim_after_a_lossy_failover_waits_out_the_epoch() {
 }
 
 #[test]
-#[cfg_attr(
-    not(flakeid_plant),
-    ignore = "needs the plant build: RUSTFLAGS=\"--cfg flakeid_plant\""
-)]
+#[cfg_attr(not(flakeid_plant), ignore = "needs the plant build: FLAKEID_PLANT=1")]
 fn planted_epoch_wait_skipped_is_caught() {
     let o = failover("epoch-wait-skipped");
     caught(o.report.safety.handoff, &o.report);
@@ -143,10 +136,7 @@ fn a_claim_starts_above_the_mark_with_a_clock_behind() {
 }
 
 #[test]
-#[cfg_attr(
-    not(flakeid_plant),
-    ignore = "needs the plant build: RUSTFLAGS=\"--cfg flakeid_plant\""
-)]
+#[cfg_attr(not(flakeid_plant), ignore = "needs the plant build: FLAKEID_PLANT=1")]
 fn planted_claim_ignoring_the_mark_is_caught() {
     let o = skewed("claim-ignores-mark");
     caught(o.report.safety.handoff, &o.report);
