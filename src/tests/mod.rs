@@ -8,6 +8,8 @@ mod fenced;
 mod fleet_sim;
 mod keeper;
 mod memory;
+#[cfg(not(miri))]
+mod model;
 mod readings;
 
 pub(crate) use readings::Readings;
