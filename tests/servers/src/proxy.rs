@@ -672,6 +672,91 @@ mod tests {
     }
 
     #[test]
+    fn held_requests_reach_the_server_only_when_the_hold_ends() {
+        let (upstream, heard) = echo();
+        let proxy = Proxy::new(upstream);
+        let mut client = TcpStream::connect(proxy.addr()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut reader = BufReader::new(client.try_clone().unwrap());
+        proxy.hold_requests(true);
+        writeln!(client, "a").unwrap();
+        while proxy.requests_read_at().is_empty() {
+            thread::sleep(POLL);
+        }
+        assert!(heard.try_recv().is_err(), "a request went through a hold");
+        assert!(proxy.requests_read_at()[0] <= mono_ns());
+        proxy.hold_requests(false);
+        assert_eq!(heard.recv().unwrap(), "a");
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert_eq!(line, "a\n");
+    }
+
+    /// An HTTP/2 frame.
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut f = len.to_be_bytes()[1..].to_vec();
+        f.extend([kind, flags]);
+        f.extend(stream.to_be_bytes());
+        f.extend(payload);
+        f
+    }
+
+    #[test]
+    fn released_http2_requests_come_without_their_cancellations() {
+        // A server that keeps what it reads and hands its socket over.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = listener.local_addr().unwrap();
+        let read = Arc::new(Mutex::new(Vec::new()));
+        let (socket, accepted) = mpsc::channel();
+        {
+            let read = read.clone();
+            thread::spawn(move || {
+                let (mut server, _) = listener.accept().unwrap();
+                socket.send(server.try_clone().unwrap()).unwrap();
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = server.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    read.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        let proxy = Proxy::http2(upstream);
+        proxy.hold_requests(true);
+        let mut client = TcpStream::connect(proxy.addr()).unwrap();
+        let mut request = PREFACE.to_vec();
+        request.extend(frame(HEADERS, 0x4, 1, b"h"));
+        request.extend(frame(0x0, END_STREAM, 1, b"d"));
+        let delivered = request.clone();
+        // The client gives up on it: the stream reset, the connection going.
+        request.extend(frame(RST_STREAM, 0, 1, &[0, 0, 0, 8]));
+        request.extend(frame(GOAWAY, 0, 0, &[0; 8]));
+        client.write_all(&request).unwrap();
+        while proxy.held_requests() == 0 {
+            thread::sleep(POLL);
+        }
+        drop(client);
+        proxy.release_requests();
+        let mut server = accepted.recv().unwrap();
+        while read.lock().unwrap().len() < delivered.len() {
+            thread::sleep(POLL);
+        }
+        // The server answers the stream it was given: the answer counts.
+        server
+            .write_all(&frame(HEADERS, 0x4 | END_STREAM, 1, b"t"))
+            .unwrap();
+        while proxy.late_requests_answered() == 0 {
+            thread::sleep(POLL);
+        }
+        assert_eq!(proxy.late_requests(), 1);
+        assert_eq!(*read.lock().unwrap(), delivered);
+    }
+
+    #[test]
     fn a_cut_closes_connections_and_refuses_new_ones() {
         let (upstream, _heard) = echo();
         let mut proxy = Proxy::new(upstream);
