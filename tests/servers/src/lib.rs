@@ -2,8 +2,10 @@
 //! `lease_measure` example: Debian's `etcd` (package `etcd-server`) and
 //! `redis-server`, started on 127.0.0.1 on free ports in temporary data
 //! directories and killed when dropped; a TCP proxy ([`Proxy`]) that can
-//! cut or freeze a client's connections or hold the server's answers; an
-//! impostor that answers nonsense; and a PostgreSQL server ([`Postgres`],
+//! cut or freeze a client's connections, hold the server's answers or the
+//! client's requests (frame by frame for HTTP/2), and records when requests
+//! left their client; an impostor that answers nonsense; and a PostgreSQL
+//! server ([`Postgres`],
 //! package `postgresql`) with a cluster of its own.
 //!
 //! Test support that every test crate shares lives here too: scratch
