@@ -5,8 +5,7 @@
 //! cut or freeze a client's connections, hold the server's answers or the
 //! client's requests (frame by frame for HTTP/2), and records when requests
 //! left their client; an impostor that answers nonsense; and a PostgreSQL
-//! server ([`Postgres`],
-//! package `postgresql`) with a cluster of its own.
+//! server ([`Postgres`], package `postgresql`) with a cluster of its own.
 //!
 //! Test support that every test crate shares lives here too: scratch
 //! directories ([`ScratchDir`]) and a seeded random number generator
