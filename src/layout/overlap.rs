@@ -248,7 +248,8 @@ mod tests {
     fn empty_ranges_and_ended_layouts_meet_nothing() {
         let twitter = Layout::twitter();
         let from = at(1_800_000_000_000);
-        assert_eq!(twitter.first_shared_id(5..=4, &twitter, 0..=9, from), None);
+        let empty = RangeInclusive::new(5, 4);
+        assert_eq!(twitter.first_shared_id(empty, &twitter, 0..=9, from), None);
         // Past the largest node id.
         assert_eq!(
             twitter.first_shared_id(1_024..=2_000, &twitter, 0..=u64::MAX, from),
