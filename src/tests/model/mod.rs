@@ -62,6 +62,7 @@ use state::{Lease, START, Spec};
 fn holders() -> Vec<Spec> {
     vec![
         Spec {
+            joins: 0,
             ttl: 5,
             margin: 1,
             renew_every: 2,
@@ -72,6 +73,7 @@ fn holders() -> Vec<Spec> {
             rotate_after: 0,
         },
         Spec {
+            joins: 6,
             ttl: 3,
             margin: 1,
             renew_every: 1,
@@ -196,12 +198,47 @@ fn epoch_own_ttl_is_caught() {
 #[test]
 #[ignore = "scratch"]
 fn scratch_sizes() {
-    for h in 10..=13u8 {
+    for h in 10..=12u8 {
         let mut m = lease(None);
         m.horizon = START + h;
         let started = Instant::now();
         let c = m.checker().threads(2).target_state_count(10_000_000).spawn_bfs().join();
         println!("horizon {h}: {} unique, {:.1}s, discoveries {:?}", c.unique_state_count(), started.elapsed().as_secs_f64(), c.discoveries().keys().collect::<Vec<_>>());
         if c.state_count() >= 10_000_000 { break; }
+    }
+}
+
+#[test]
+#[ignore = "scratch"]
+fn scratch_epoch() {
+    for h in 11..=13u8 {
+        let mut m = lease(Some(Plant::EpochOwnTtl));
+        m.horizon = START + h;
+        let (c, secs) = check(m, Some(SINGLE_FENCE));
+        println!("horizon {h}: {} states {secs:.1}s found {}", c.unique_state_count(), c.discovery(SINGLE_FENCE).is_some());
+        if let Some(p) = c.discovery(SINGLE_FENCE) { println!("{:?}", p.into_actions()); break; }
+    }
+}
+
+#[test]
+#[ignore = "scratch"]
+fn scratch_trace() {
+    use state::{Action, Fate};
+    let mut m = lease(Some(Plant::EpochOwnTtl));
+    m.horizon = START + 12;
+    let mut s = m.init_states().remove(0);
+    let t = |f0, f1| Action::Tick([f0, f1, Fate::Wait]);
+    use Fate::*;
+    let plan = vec![t(Answer, Wait), Action::Sync, t(Wait, Wait), t(Answer, Wait), t(Wait, Wait), t(Wait, Wait), t(Answer, Wait), Action::Failover, Action::Cut(0)];
+    let mut plan = plan;
+    for _ in 0..5 { plan.push(Action::Sync); }
+    for a in plan {
+        let mut acts = Vec::new();
+        m.actions(&s, &mut acts);
+        let a = if a == Action::Sync && s.now >= 14 { *acts.iter().filter(|x| matches!(x, Action::Tick(f) if f[1] != Wait && f[1] != Late && f[1] != Lost) ).next().or(acts.iter().find(|x| matches!(x, Action::Tick(_)))).unwrap() } else { a };
+        if !acts.contains(&a) { println!("not enabled at {}: {a:?}; enabled {acts:?}", s.now); }
+        s = m.next_state(&s, a).unwrap();
+        println!("{a:?} -> now {} h0 {:?} fence {} | h1 {:?} fence {} open {:?} {:?}", s.now, s.holders[0].held, s.holders[0].fence_until, s.holders[1].held, s.holders[1].fence_until, m.open_node(&s, 0), m.open_node(&s, 1));
+        println!("   double {} store primary {:?}", s.double_open, s.store.primary.data);
     }
 }

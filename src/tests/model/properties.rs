@@ -6,6 +6,7 @@ use stateright::Property;
 
 use super::state::{Lease, State};
 
+
 pub(crate) const SINGLE_FENCE: &str = "no two holders' fences are open on one node id at one tick";
 pub(crate) const WITHIN_EXPIRY: &str =
     "no fence is open at or past the tick its claim expires in the store";
@@ -28,23 +29,8 @@ pub(crate) const SOMETIMES: [&str; 3] = [TAKEOVER, FAILOVER, ROTATION];
 
 pub(crate) fn all() -> Vec<Property<Lease>> {
     vec![
-        Property::always(SINGLE_FENCE, |model: &Lease, state: &State| {
-            let open: Vec<u8> = (0..state.holders.len())
-                .filter_map(|h| model.open_node(state, h))
-                .collect();
-            open.iter()
-                .enumerate()
-                .all(|(i, node)| !open[i + 1..].contains(node))
-        }),
-        Property::always(WITHIN_EXPIRY, |model: &Lease, state: &State| {
-            (0..state.holders.len()).all(|h| {
-                model.open_node(state, h).is_none()
-                    || state.holders[h]
-                        .held
-                        .as_ref()
-                        .is_some_and(|held| state.now < held.expiry)
-            })
-        }),
+        Property::always(SINGLE_FENCE, |_, state: &State| !state.double_open),
+        Property::always(WITHIN_EXPIRY, |_, state: &State| !state.past_expiry),
         Property::always(HAND_OFF_ORDER, |_, state: &State| !state.order_broken),
         Property::always(CLOSED_STAYS_CLOSED, |_, state: &State| !state.reopened),
         Property::sometimes(TAKEOVER, |_, state: &State| state.took_over),

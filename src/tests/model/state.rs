@@ -26,6 +26,8 @@ pub(crate) const START: u8 = 8;
 /// One holder's lease terms and clocks.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spec {
+    /// Ticks after the start at which its process starts.
+    pub(crate) joins: u8,
     pub(crate) ttl: u8,
     pub(crate) margin: u8,
     /// How often its keeper renews (its monotonic ticks).
@@ -168,7 +170,9 @@ pub(crate) struct State {
     pub(crate) failed_over: bool,
     /// Faults so far.
     pub(crate) faults: u8,
-    /// Ghosts for the properties.
+    /// Ghosts for the properties, recorded as the generators issue.
+    pub(crate) double_open: bool,
+    pub(crate) past_expiry: bool,
     pub(crate) order_broken: bool,
     pub(crate) reopened: bool,
     pub(crate) took_over: bool,
@@ -282,7 +286,7 @@ impl Lease {
         let wall = self.wall(h, &state.holders[h], state.now);
         let rotation = self.rotation(state, h);
         let holder = &mut state.holders[h];
-        if holder.out.is_some() {
+        if holder.out.is_some() || state.now < START + spec.joins {
             return false;
         }
         let on = if holder.on_deposed { On::Deposed } else { On::Primary };
@@ -298,6 +302,23 @@ impl Lease {
             return true;
         }
         if let Some(held) = holder.held.clone() {
+            // A waiting claim's fence opens once the wait is over (in the
+            // keeper, after a renewal in the same round: both happen at
+            // this tick).
+            let mut changed = false;
+            if let Some(opens_at) = held.waiting
+                && local >= opens_at
+                && local < held.valid_until
+            {
+                let held = holder.held.as_mut().expect("held");
+                held.waiting = None;
+                held.granted = held.ceiling;
+                holder.fence_until = held.valid_until;
+                let (node, floor, rewind) = (held.node, held.floor, held.rewind);
+                opened(state, h, node, floor, rewind);
+                changed = true;
+            }
+            let holder = &mut state.holders[h];
             if let Some(fresh_before) = rotation
                 && local >= holder.next_rotation
             {
@@ -320,24 +341,13 @@ impl Lease {
             if local >= held.valid_until {
                 // Lapsed: the fence stays closed; the claim goes back with
                 // the ceiling the generator had.
+                let held = holder.held.take().expect("held");
                 holder.fence_until = 0;
                 holder.orphan = Some((held.node, held.since, Some(held.granted.max(held.mark))));
-                holder.held = None;
                 holder.next_claim = 0;
                 return true;
             }
-            if let Some(opens_at) = held.waiting
-                && local >= opens_at
-            {
-                let held = holder.held.as_mut().expect("held");
-                held.waiting = None;
-                held.granted = held.ceiling;
-                holder.fence_until = held.valid_until;
-                let (node, floor, rewind) = (held.node, held.floor, held.rewind);
-                opened(state, h, node, floor, rewind);
-                return true;
-            }
-            return false;
+            return changed;
         }
         if local >= holder.next_claim {
             let ceiling = wall + spec.ttl;
@@ -549,6 +559,8 @@ impl Model for Lease {
             stray_used: false,
             failed_over: false,
             faults: 0,
+            double_open: false,
+            past_expiry: false,
             order_broken: false,
             reopened: false,
             took_over: false,
@@ -579,7 +591,10 @@ impl Model for Lease {
             if *lagging != state.store.primary.data {
                 actions.push(Action::Sync);
             }
-            if self.failover && !state.holders.iter().any(|h| h.rolled || h.leapt) {
+            if self.failover
+                && !state.holders.iter().any(|h| h.rolled || h.leapt)
+                && state.store.may_fail_over(state.now, &self.ttls())
+            {
                 actions.push(Action::Failover);
             }
         }
@@ -606,7 +621,7 @@ impl Model for Lease {
                 }
             });
         }
-        let budget = self.faults - state.faults;
+        let budget = self.faults.saturating_sub(state.faults);
         let mut combo = [Fate::Wait; MAX_HOLDERS];
         each(&choices, 0, budget, &mut combo, &mut |combo| {
             actions.push(Action::Tick(*combo))
@@ -639,8 +654,10 @@ impl Model for Lease {
             Action::Failover => {
                 state.store.fail_over();
                 state.failed_over = true;
-                for holder in &mut state.holders {
-                    holder.on_deposed = true;
+                // Holders already started talk to the old primary; one
+                // that starts later asks the sentinels.
+                for (h, holder) in state.holders.iter_mut().enumerate() {
+                    holder.on_deposed = state.now > START + self.holders[h].joins;
                 }
             }
             Action::Rollback(h) => state.holders[usize::from(h)].rolled = true,
@@ -704,6 +721,18 @@ impl Lease {
     /// wall clock, never back, after the floor, up to the ceiling); the
     /// ghosts record the hand-off order and fences seen closed.
     fn tick(&self, state: &mut State) {
+        let open: Vec<Option<u8>> = (0..state.holders.len())
+            .map(|h| self.open_node(state, h))
+            .collect();
+        for (h, node) in open.iter().enumerate() {
+            if node.is_some() && open[h + 1..].contains(node) {
+                state.double_open = true;
+            }
+            let expiry = state.holders[h].held.as_ref().map_or(0, |held| held.expiry);
+            if node.is_some() && state.now >= expiry {
+                state.past_expiry = true;
+            }
+        }
         for h in 0..state.holders.len() {
             let wall = self.wall(h, &state.holders[h], state.now);
             let open = self.open_node(state, h);

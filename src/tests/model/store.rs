@@ -40,6 +40,9 @@ pub(crate) struct Data {
     /// `<prefix>:ttls`, by holder (each holder has one TTL): until when a
     /// lease of that TTL may last (0: never noted).
     pub(crate) ttls: Vec<u8>,
+    /// Ghost: the same record, kept whatever the plant (what the
+    /// honest store would know).
+    pub(crate) noted: Vec<u8>,
 }
 
 impl Data {
@@ -54,6 +57,7 @@ impl Data {
                 longest: 0,
             },
             ttls: vec![0; holders],
+            noted: vec![0; holders],
         }
     }
 
@@ -134,6 +138,24 @@ impl Store {
         }
     }
 
+    /// Whether a failover now keeps the crate's guarantee: the lagging
+    /// replica has a current record of the TTL of every lease in use on
+    /// the primary. (One that missed every claim and renewal of a TTL
+    /// longer than all others lets the epoch wait out too short a
+    /// stretch: a limit the crate documents.)
+    pub(crate) fn may_fail_over(&self, now: u8, ttls: &[u8]) -> bool {
+        let Some(lagging) = &self.lagging else {
+            return false;
+        };
+        let primary = &self.primary.data;
+        (0..primary.keys.len()).all(|node| {
+            primary.live(node, now).is_none_or(|key| {
+                let h = usize::from(key.holder);
+                lagging.noted[h].saturating_add(ttls[h]) > now
+            })
+        })
+    }
+
     /// Sentinel promotes the lagging replica under a new replication id;
     /// the other replica resyncs from it; the old primary, still a
     /// primary by its own view, keeps its data and no replica.
@@ -182,6 +204,8 @@ fn start_epoch(server: &mut Server, now: u8, who: Who, ttls: &[u8], plant: Optio
 
 /// A claim or renewal's TTL noted in the record.
 fn note_ttl(data: &mut Data, now: u8, who: Who, plant: Option<Plant>) {
+    let noted = &mut data.noted[usize::from(who.holder)];
+    *noted = (*noted).max(now.saturating_add(who.ttl));
     if plant != Some(Plant::EpochOwnTtl) {
         let till = &mut data.ttls[usize::from(who.holder)];
         *till = (*till).max(now.saturating_add(who.ttl));
