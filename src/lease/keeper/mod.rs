@@ -578,9 +578,9 @@ impl<S: Store> Run<S> {
                         let fence = &self.fence;
                         let extended = match h.waiting {
                             Some(_) => fence.now_ns() < h.valid_until,
-                            None => fence.extend_if(until, ceiling, |open_until| {
-                                rules.extends(open_until, fence.now_ns())
-                            }),
+                            None if rules.reopens() => fence.extend_if(until, ceiling, |_| true),
+                            // The check of `Rules::extends`, made atomically.
+                            None => fence.extend(until, ceiling),
                         };
                         if extended {
                             h.granted_ms = ceiling_ms;

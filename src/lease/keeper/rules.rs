@@ -54,13 +54,23 @@ impl Rules {
     /// `until` (0: closed): only while the fence is open. An answer after
     /// the deadline extends nothing, even under the same grant: the store
     /// may have let the claim expire, and a generator may have seen the
-    /// fence closed.
+    /// fence closed. [`Fence::extend`](crate::fence::Fence::extend) makes
+    /// this check atomically with the extension; the keeper calls it, and
+    /// a test here holds the two to the same answers.
+    // The keeper calls `reopens` and the fence; the model calls this.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn extends(&self, until: u64, now: u64) -> bool {
+        self.reopens() || (until != 0 && now < until)
+    }
+
+    /// Whether an answer after the deadline reopens the fence: never, but
+    /// for the plant.
+    pub(crate) fn reopens(&self) -> bool {
         #[cfg(any(test, flakeid_plant))]
         if self.planted(Plant::LateAnswerReopens) {
             return true;
         }
-        until != 0 && now < until
+        false
     }
 
     /// A claim's floor, from the tick of the mark it found: the new holder
@@ -83,5 +93,55 @@ impl Rules {
             return 0;
         }
         wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::fence::{Fence, Grant};
+
+    /// The fence's atomic check and the rule the model calls agree, on
+    /// a closed fence and around an open one's deadline.
+    #[test]
+    fn the_fence_extends_as_the_rule_says() {
+        let rules = Rules {
+            valid_for: 800,
+            plant: None,
+        };
+        for (open_for, late) in [
+            (None, 0),
+            (Some(500), 0),
+            (Some(500), 499),
+            (Some(500), 500),
+            (Some(500), 900),
+        ] {
+            let (clock, mock) = quanta::Clock::mock();
+            mock.increment(Duration::from_secs(1));
+            let fence = Fence::with_clock(clock);
+            let start = fence.now_ns();
+            let until = match open_for {
+                Some(ns) => {
+                    let grant = Grant {
+                        node_bits: 0,
+                        floor: 0,
+                        ceiling: 10,
+                        rewind: false,
+                    };
+                    fence.open(grant, start + ns);
+                    start + ns
+                }
+                None => 0,
+            };
+            mock.increment(Duration::from_nanos(late));
+            let now = fence.now_ns();
+            assert_eq!(
+                fence.extend(now + 800, 11),
+                rules.extends(until, now),
+                "open for {open_for:?}, answered {late} ns in"
+            );
+        }
     }
 }

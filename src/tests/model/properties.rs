@@ -6,7 +6,6 @@ use stateright::Property;
 
 use super::state::{Lease, State};
 
-
 pub(crate) const SINGLE_FENCE: &str = "no two holders' fences are open on one node id at one tick";
 pub(crate) const WITHIN_EXPIRY: &str =
     "no fence is open at or past the tick its claim expires in the store";
@@ -38,4 +37,3 @@ pub(crate) fn all() -> Vec<Property<Lease>> {
         Property::sometimes(ROTATION, |_, state: &State| state.rotated),
     ]
 }
-

@@ -263,7 +263,8 @@ impl Lease {
     pub(crate) fn open_node(&self, state: &State, h: usize) -> Option<u8> {
         let holder = &state.holders[h];
         let held = holder.held.as_ref()?;
-        (held.waiting.is_none() && self.local(h, state.now) < holder.fence_until).then_some(held.node)
+        (held.waiting.is_none() && self.local(h, state.now) < holder.fence_until)
+            .then_some(held.node)
     }
 
     /// The rotation the generator of `h` asks for: the fresh node id's
@@ -289,7 +290,11 @@ impl Lease {
         if holder.out.is_some() || state.now < START + spec.joins {
             return false;
         }
-        let on = if holder.on_deposed { On::Deposed } else { On::Primary };
+        let on = if holder.on_deposed {
+            On::Deposed
+        } else {
+            On::Primary
+        };
         let send = |holder: &mut Holder, request| {
             holder.out = Some(Out {
                 request,
@@ -335,7 +340,13 @@ impl Lease {
             }
             if local >= holder.next_renewal && local < held.valid_until {
                 let ceiling = (wall + spec.ttl).max(held.ceiling);
-                send(holder, Request::Renew { sent: local, ceiling });
+                send(
+                    holder,
+                    Request::Renew {
+                        sent: local,
+                        ceiling,
+                    },
+                );
                 return true;
             }
             if local >= held.valid_until {
@@ -368,7 +379,7 @@ impl Lease {
     fn apply(&self, state: &mut State, h: usize, out: Out) -> Answer {
         let (now, who, ttls, plant) = (state.now, self.who(h), self.ttls(), self.plant);
         let server = state.store.server(out.on);
-        let answer = match out.request {
+        match out.request {
             Request::Claim {
                 fresh_before,
                 ceiling,
@@ -402,8 +413,7 @@ impl Lease {
                 store::release(server, now, who, node, since, mark);
                 Answer::Released
             }
-        };
-        answer
+        }
     }
 
     /// Ghost: the claim's expiry, after a renewal of it reached `on`.
@@ -483,7 +493,8 @@ impl Lease {
                 let extended = match held.waiting {
                     Some(_) => local < held.valid_until,
                     None => {
-                        let extends = rules.extends(u64::from(holder.fence_until), u64::from(local));
+                        let extends =
+                            rules.extends(u64::from(holder.fence_until), u64::from(local));
                         if extends {
                             holder.fence_until = holder.fence_until.max(until);
                         }
@@ -610,7 +621,9 @@ impl Model for Lease {
             let holder = &stepped.holders[h];
             choices.push(match holder.out {
                 None => vec![Fate::Wait],
-                Some(Out { answer: Some(_), .. }) => vec![Fate::Wait, Fate::Answer],
+                Some(Out {
+                    answer: Some(_), ..
+                }) => vec![Fate::Wait, Fate::Answer],
                 Some(_) if holder.cut => vec![Fate::Dropped],
                 Some(Out { request, .. }) => {
                     let mut fates = vec![Fate::Answer, Fate::Wait, Fate::Late, Fate::Lost];
@@ -647,7 +660,15 @@ impl Model for Lease {
                 let h = usize::from(h);
                 let (node, since, ceiling) = state.holders[h].stray.take().expect("a copy");
                 let (now, who, plant) = (state.now, self.who(h), self.plant);
-                let _ = store::renew(&mut state.store.primary, now, who, node, since, ceiling, plant);
+                let _ = store::renew(
+                    &mut state.store.primary,
+                    now,
+                    who,
+                    node,
+                    since,
+                    ceiling,
+                    plant,
+                );
                 self.note_renewed(&mut state, h, On::Primary, node, since);
             }
             Action::Sync => state.store.sync(),

@@ -176,7 +176,13 @@ impl Store {
 /// As the memory store's `start_epoch`: how long a claim on `server` at
 /// `now` waits, starting the server's epoch if the data is new to it;
 /// `Err` if it cannot start one (no replica).
-fn start_epoch(server: &mut Server, now: u8, who: Who, ttls: &[u8], plant: Option<Plant>) -> Result<u8, ()> {
+fn start_epoch(
+    server: &mut Server,
+    now: u8,
+    who: Who,
+    ttls: &[u8],
+    plant: Option<Plant>,
+) -> Result<u8, ()> {
     let epoch = server.data.epoch;
     if epoch.replid == server.replid {
         let longest = who.ttl.max(epoch.longest);
@@ -304,7 +310,14 @@ pub(crate) fn renew(
 
 /// A release at `now`: the mark set to `mark` if given, the key deleted,
 /// if the claim is still the holder's.
-pub(crate) fn release(server: &mut Server, now: u8, who: Who, node: u8, since: u8, mark: Option<u8>) {
+pub(crate) fn release(
+    server: &mut Server,
+    now: u8,
+    who: Who,
+    node: u8,
+    since: u8,
+    mark: Option<u8>,
+) {
     let data = &mut server.data;
     let node = usize::from(node);
     if data
