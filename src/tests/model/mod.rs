@@ -20,16 +20,28 @@
 //!
 //! # What it explores
 //!
-//! Integer ticks. Holders with different TTLs, one whose monotonic clock
-//! runs slow by as much as its safety margin absorbs, one whose wall clock
-//! runs ahead (so that marks carried across holders matter) and may step
-//! back (so that it rotates to a fresh node id). Requests delayed, lost
-//! before or after the store applied them, answered late, and a renewal
-//! applied twice (a hedged copy, late); holders paused (they do not
-//! step); the store's lagging replica promoted, losing what it had not
-//! received, the deposed primary answering until a request fails, and the
-//! epoch rule waiting out the longest TTL in use.
+//! Integer ticks (`state.rs`). Two holders with different TTLs: one whose
+//! monotonic clock runs slow by as much as its safety margin absorbs; one
+//! whose wall clock runs a tick ahead and may step forward (so that only
+//! the marks carried across holders keep IDs in order) or back (so that it
+//! rotates to a fresh node id), and which starts later (so that it may
+//! first meet the store after a failover). Requests delayed, lost before
+//! or after the store applied them, answered late, a renewal applied twice
+//! (a hedged copy, late), a holder cut off; a keeper blocked on a late
+//! answer is a paused one. The store's lagging replica promoted, losing
+//! what it had not received, the deposed primary answering until a request
+//! fails, and the epoch rule waiting out the longest TTL in use.
 //!
+//! Two limits the crate documents bound the histories: across a failover
+//! that loses writes, IDs stay in order only while the clocks agree within
+//! the safety margin, so a history has clock steps or a failover, not
+//! both; and the epoch waits out only the TTLs the promoted replica has a
+//! record of, so a failover happens only while it has a current record of
+//! every lease in use. (Without either bound the model finds the
+//! counterexamples those docs describe.) A history has at most two faults
+//! (a request delayed, answered late, its answer lost or copied, a holder
+//! cut off) and one failover, over 14 ticks.
+
 //! # Properties
 //!
 //! Always: no two holders' fences open on one node id at one tick; no
