@@ -65,6 +65,60 @@ skip() {
   esac
 }
 
+# Test counts: a step that ran fewer tests than it should fails, where the
+# runner alone would pass (a cfg that did not take, a filter that matched
+# nothing, a test file no longer found).
+
+# passed_in FILE: how many tests passed, by the `test result:` lines of
+# cargo test's output in FILE.
+passed_in() {
+  awk '/^test result:/ { for (i = 2; i <= NF; i++) if ($i == "passed;") n += $(i - 1) }
+    END { print n + 0 }' "$1"
+}
+
+# cargo_test_counted WHAT EXPECTED CMD...: runs CMD (a cargo test), showing
+# its output, then fails unless exactly EXPECTED tests passed (EXPECTED 0
+# always fails: a count of nothing is a count gone wrong).
+cargo_test_counted() {
+  local what="$1" expected="$2" out ran
+  shift 2
+  out="$(mktemp)"
+  "$@" 2>&1 | tee "$out"
+  ran="$(passed_in "$out")"
+  rm -f "$out"
+  if [ "$expected" -eq 0 ] || [ "$ran" -ne "$expected" ]; then
+    echo "error: $ran $what passed; $expected expected" >&2
+    exit 1
+  fi
+  echo "$ran of the $expected $what passed"
+}
+
+# node_test_counted DIR [ENV=VALUE...]: `node --test` in DIR (TAP), then
+# fails unless as many tests passed as DIR's test files declare (each
+# top-level `test(` call in a .js, .mjs or .cjs file outside node_modules)
+# and none failed, was skipped, todo or cancelled: a test file node no
+# longer finds, a test that skips itself or a run that found no file fails
+# here, though `node --test` passes it. (A test with subtests counts each
+# subtest too: declare them as top-level tests.)
+node_test_counted() {
+  local dir="$1" out expected pass fail other
+  shift
+  out="$(mktemp)"
+  (cd "$dir" && env "$@" node --test --test-reporter=tap) | tee "$out"
+  expected="$({ grep -rh --include='*.js' --include='*.mjs' --include='*.cjs' \
+    --exclude-dir=node_modules '^test(' "$dir" || true; } | wc -l)"
+  read -r pass fail other < <(awk '/^# pass / { p = $3 } /^# fail / { f = $3 }
+    /^# (skipped|todo|cancelled) / { o += $3 } END { print p + 0, f + 0, o + 0 }' "$out")
+  rm -f "$out"
+  if [ "$expected" -eq 0 ] || [ "$pass" -ne "$expected" ] || [ "$fail" -ne 0 ] \
+    || [ "$other" -ne 0 ]; then
+    echo "error: in $dir, $pass tests passed, $fail failed, $other skipped, todo or" \
+      "cancelled; its test files declare $expected" >&2
+    exit 1
+  fi
+  echo "$pass of the $expected tests in $dir passed"
+}
+
 # The last line: how long, and what was left out.
 all_passed() {
   end_step
