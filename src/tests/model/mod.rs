@@ -202,36 +202,47 @@ fn caught(plant: Plant, property: &'static str) {
     );
 }
 
+/// A renewal answered late keeps the fence open past the claim's expiry.
 #[test]
 fn deadline_from_answer_is_caught() {
     caught(Plant::DeadlineFromAnswer, WITHIN_EXPIRY);
 }
 
+/// A renewal answered after the deadline reopens the fence it had.
 #[test]
 fn late_answer_reopens_is_caught() {
     caught(Plant::LateAnswerReopens, CLOSED_STAYS_CLOSED);
 }
 
+/// After a failover lost a claim, the new claimer opens while the old
+/// holder's fence is open.
 #[test]
 fn epoch_wait_skipped_is_caught() {
     caught(Plant::EpochWaitSkipped, SINGLE_FENCE);
 }
 
+/// A holder whose clock is behind its predecessor's issues below it.
 #[test]
 fn claim_ignores_mark_is_caught() {
     caught(Plant::ClaimIgnoresMark, HAND_OFF_ORDER);
 }
 
+/// The deposed primary's renewals count, keeping a fence open beside the
+/// new primary's claimer.
 #[test]
 fn wait_short_counted_is_caught() {
     caught(Plant::WaitShortCounted, SINGLE_FENCE);
 }
 
+/// A renewal's late copy lowers the mark below IDs its holder issued
+/// after a leap, and the next holder issues below them.
 #[test]
 fn etcd_mark_unguarded_is_caught() {
     caught(Plant::EtcdMarkUnguarded, HAND_OFF_ORDER);
 }
 
+/// A short-TTL claimer's epoch waits out its own TTL only, while a
+/// long-TTL holder whose claim the failover lost is still open.
 #[test]
 fn epoch_own_ttl_is_caught() {
     caught(Plant::EpochOwnTtl, SINGLE_FENCE);
