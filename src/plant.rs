@@ -9,13 +9,17 @@
 //!
 //! | plant | spot | the rule it breaks |
 //! |---|---|---|
-//! | [`DeadlineFromAnswer`](Plant::DeadlineFromAnswer) | the keeper's renewal (`lease/keeper.rs`) | a renewal's deadline counts from when its request was sent |
-//! | [`LateAnswerReopens`](Plant::LateAnswerReopens) | the keeper's renewal, extending the fence | a renewal answered after the deadline extends nothing |
-//! | [`EpochWaitSkipped`](Plant::EpochWaitSkipped) | the keeper's claim, on a `NodeAfter` answer | a claim in an epoch's first TTL waits out the rest of it |
-//! | [`ClaimIgnoresMark`](Plant::ClaimIgnoresMark) | the keeper's claim, its floor | a new holder issues only after the previous holder's mark |
+//! | [`DeadlineFromAnswer`](Plant::DeadlineFromAnswer) | the keeper's renewal (`lease/keeper/rules.rs`) | a renewal's deadline counts from when its request was sent |
+//! | [`LateAnswerReopens`](Plant::LateAnswerReopens) | the keeper's renewal, extending the fence (`lease/keeper/rules.rs`) | a renewal answered after the deadline extends nothing |
+//! | [`EpochWaitSkipped`](Plant::EpochWaitSkipped) | the keeper's claim, on a `NodeAfter` answer (`lease/keeper/rules.rs`) | a claim in an epoch's first TTL waits out the rest of it |
+//! | [`ClaimIgnoresMark`](Plant::ClaimIgnoresMark) | the keeper's claim, its floor (`lease/keeper/rules.rs`) | a new holder issues only after the previous holder's mark |
 //! | [`WaitShortCounted`](Plant::WaitShortCounted) | the Redis store's `WAIT` count (and the memory store's) | a claim or renewal counts only once enough replicas acknowledged it |
 //! | [`EtcdMarkUnguarded`](Plant::EtcdMarkUnguarded) | the etcd store's renewal, raising the mark | a renewal raises the mark only if it is still at this holder's last write |
 //! | [`EpochOwnTtl`](Plant::EpochOwnTtl) | the Redis store's record of TTLs in use (and the memory store's) | a new epoch waits out the longest TTL in use under the prefix, not only the claimer's |
+//!
+//! The lease protocol's model (`src/tests/model`) makes its decisions with
+//! the same rules, plants included, and has a counterpart of each
+//! store-side plant; every plant gives it a counterexample.
 //!
 //! The crate's keeper rig and fleet simulation (`src/tests/`), the lease
 //! integration tests (`tests/lease_*.rs`, in the plant build) and the fault
