@@ -406,8 +406,10 @@ fn meet(a: &Reach<'_>, b: &Reach<'_>, now: SystemTime) -> Option<String> {
     let shared = a
         .layout
         .first_shared_id(a.node.ids(), b.layout, b.node.ids(), now)?;
-    let node_of = |layout: &Layout| layout.decode(shared).map(|d| d.node_id()).unwrap_or(0);
-    let (x, y) = (node_of(a.layout), node_of(b.layout));
+    let (Ok(there), Ok(here)) = (a.layout.decode(shared), b.layout.decode(shared)) else {
+        return Some(format!("both can issue ID {shared}"));
+    };
+    let (x, y) = (there.node_id(), here.node_id());
     let how = match (&a.node, &b.node) {
         (Node::Known(_), Node::Known(_)) if x == y && a.layout == b.layout => {
             format!("node id {x} on both")
@@ -425,7 +427,13 @@ fn meet(a: &Reach<'_>, b: &Reach<'_>, now: SystemTime) -> Option<String> {
             format!("node id {y} shares the bits of node id {x}, which the lease there may claim")
         }
     };
-    Some(format!("{how}: both can issue ID {shared}"))
+    // When each would issue it: IDs of two layouts may meet decades apart,
+    // which still repeats an ID wherever both are kept.
+    Some(format!(
+        "{how}: both can issue ID {shared}, there at {} and here at {}",
+        there.rfc3339(),
+        here.rfc3339()
+    ))
 }
 
 fn collisions(config: &Config, c: &mut Checker<'_>) {

@@ -142,6 +142,12 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# Sonyflake's machine id fills the lowest 16 bits, where Twitter's node id
+# starts at bit 12: the server refuses a machine id whose bits 12-15 are
+# the low four bits of Twitter's node id (113: 0b0001), since Sonyflake
+# would then issue, decades on, IDs that Twitter's node issues today.
+SONYFLAKE_MACHINE = 146
+
 CONFIG = f"""
 max_count = {BATCH}
 default_generator = "orders"
@@ -152,7 +158,7 @@ node_fields = {{ datacenter = {DATACENTER}, worker = {WORKER} }}
 
 [generators.events]
 layout = "sonyflake"
-node_id = 4242
+node_id = {SONYFLAKE_MACHINE}
 """
 
 
@@ -257,9 +263,9 @@ def test_eight_clients_get_unique_increasing_ids_that_decode(server, pb):
 def test_a_named_generator_uses_its_own_layout(server, pb):
     id_ = int(requests.get(f"{server.http}/v1/id", params={"generator": "events"}, timeout=5).json()["id"])
     # Sonyflake: 39 bits of 10 ms, 8 sequence, 16 machine (lowest).
-    assert id_ & 0xFFFF == 4242
+    assert id_ & 0xFFFF == SONYFLAKE_MACHINE
     j = requests.get(f"{server.http}/v1/decode/{id_}", params={"generator": "events"}, timeout=5).json()
-    assert j["node_fields"] == {"machine": 4242}
+    assert j["node_fields"] == {"machine": SONYFLAKE_MACHINE}
 
 
 def test_bad_requests_get_400_and_invalid_argument(server, pb):
