@@ -4,8 +4,15 @@
 //! directories and killed when dropped; a TCP proxy ([`Proxy`]) that can
 //! cut or freeze a client's connections, hold the server's answers or the
 //! client's requests (frame by frame for HTTP/2), and records when requests
-//! left their client; an impostor that answers nonsense; and a PostgreSQL
-//! server ([`Postgres`], package `postgresql`) with a cluster of its own.
+//! left their client; an impostor that answers nonsense; PostgreSQL servers
+//! ([`Postgres`], package `postgresql`) with clusters of their own, fast
+//! for the SQL tests or durable for the lease tests, and a primary with an
+//! asynchronous standby that replicates through a [`Proxy`] ([`PgPair`]),
+//! so the failover test can lose writes on purpose; and a MariaDB server
+//! ([`Mariadb`], package `mariadb-server`) with real accounts for the
+//! MySQL/MariaDB lease tests. The database servers can be killed, paused
+//! (by their process ids) and restarted on the same data, and run SQL as
+//! their superuser through their own command-line clients.
 //!
 //! Test support that every test crate shares lives here too: scratch
 //! directories ([`ScratchDir`]) and a seeded random number generator
@@ -18,8 +25,8 @@
 //! ([`Firewall`]).
 //!
 //! Nothing here knows flakeid: the scenarios that drive leases through these
-//! servers are in `tests/lease_support/`, the database ones in
-//! `tests/postgres.rs`. A crate of its own (not a module included by path)
+//! servers are in `tests/lease_support/`, the SQL ones in `tests/sql/`.
+//! A crate of its own (not a module included by path)
 //! so the tests and the examples use one copy the ordinary way; a
 //! dev-dependency only, so it is never published.
 
@@ -34,6 +41,7 @@ use std::time::{Duration, Instant};
 
 mod etcd_cluster;
 mod firewall;
+mod mariadb;
 mod member;
 mod postgres;
 mod proxy;
@@ -43,10 +51,11 @@ mod sentinel;
 
 pub use etcd_cluster::EtcdCluster;
 pub use firewall::{Firewall, sweep_stale};
+pub use mariadb::Mariadb;
 pub use member::{
     BLOCK, Member, free_port_at, ident_of, loopback_block, signal, sweep_stale_members,
 };
-pub use postgres::Postgres;
+pub use postgres::{PgPair, Postgres};
 pub use proxy::Proxy;
 pub use rng::Rng;
 pub use scratch::{KEEP_VAR, ScratchDir, scratch_base};
