@@ -236,7 +236,11 @@ impl Postgres {
             .arg(format!(
                 "unix_socket_directories={}",
                 self.dir.path().display()
-            ));
+            ))
+            // Parallel queries' shared memory as files in the cluster's
+            // directory (pg_dynshmem/), not /dev/shm: what a killed server
+            // leaves goes with the directory.
+            .args(["-c", "dynamic_shared_memory_type=mmap"]);
         for setting in &self.settings {
             postgres.arg("-c").arg(setting);
         }
@@ -390,6 +394,30 @@ impl Postgres {
             }
             thread::sleep(Duration::from_millis(5));
         }
+        self.remove_shared_memory(postmaster);
+    }
+
+    /// Removes the small System V segment a killed postmaster leaves (its
+    /// id is in `postmaster.pid`): a restart would, but a server killed and
+    /// then dropped would leave one behind for every test run. Only a
+    /// segment that postmaster created, and that nothing has attached.
+    /// (The dynamic shared memory is in the cluster's directory:
+    /// `dynamic_shared_memory_type=mmap`.)
+    fn remove_shared_memory(&self, postmaster: u32) {
+        let Some(id) = self.shared_memory_id() else {
+            return;
+        };
+        // SAFETY: an all-zero shmid_ds is a valid value that IPC_STAT
+        // overwrites; shmctl touches nothing else of ours.
+        unsafe {
+            let mut segment: libc::shmid_ds = std::mem::zeroed();
+            if libc::shmctl(id, libc::IPC_STAT, &mut segment) == 0
+                && u32::try_from(segment.shm_cpid) == Ok(postmaster)
+                && segment.shm_nattch == 0
+            {
+                libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
+            }
+        }
     }
 
     /// Starts the server again on the same port and cluster (killing it
@@ -427,6 +455,14 @@ impl Postgres {
             thread::sleep(Duration::from_millis(20));
         }
         self.kill();
+    }
+
+    /// The id of the System V segment the postmaster made, from line 7
+    /// (key and id) of `postmaster.pid`.
+    fn shared_memory_id(&self) -> Option<libc::c_int> {
+        let text = std::fs::read_to_string(self.data().join("postmaster.pid")).ok()?;
+        let line = text.lines().nth(6)?;
+        line.split_whitespace().nth(1)?.parse().ok()
     }
 
     /// The cluster's directory.
@@ -716,16 +752,33 @@ mod tests {
         let backends = server.backend_pids();
         assert!(!backends.is_empty(), "no backend processes");
         let postmaster = server.pid().unwrap();
+        let segment = server
+            .shared_memory_id()
+            .expect("no segment id in postmaster.pid");
         server.kill();
         assert_eq!(server.pid(), None);
         assert!(!is_alive(postmaster), "the postmaster outlived kill()");
         for pid in backends {
             assert!(!is_alive(pid), "backend {pid} outlived kill()");
         }
+        // SAFETY: IPC_STAT writes the shmid_ds it is given.
+        let stat = unsafe {
+            let mut ds: libc::shmid_ds = std::mem::zeroed();
+            libc::shmctl(segment, libc::IPC_STAT, &mut ds)
+        };
+        assert_eq!(stat, -1, "kill() left the shared memory segment {segment}");
         server.restart();
         assert_eq!(sql(&server, "SELECT v FROM t"), "1");
-        // Killing a running server on restart, and stopping it cleanly.
+        // Killing a paused server on restart, and stopping one cleanly.
+        let pause = |server: &Postgres| {
+            for pid in server.backend_pids() {
+                signal(pid, libc::SIGSTOP);
+            }
+            signal(server.pid().unwrap(), libc::SIGSTOP);
+        };
+        pause(&server);
         server.restart();
+        pause(&server);
         server.stop();
         server.restart();
         assert_eq!(sql(&server, "SELECT v FROM t"), "1");
