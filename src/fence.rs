@@ -107,7 +107,15 @@ pub(crate) trait Keeper: Send + Sync {
 
 // Opened, extended and closed by the lease keepers behind the `etcd` and
 // `redis` features; the default build only checks it.
-#[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    )),
+    allow(dead_code)
+)]
 impl Fence {
     /// A closed fence on the TSC clock, if its rate passed the check against
     /// `Instant` (as [`MonotonicClock`](crate::MonotonicClock)'s does),
@@ -213,7 +221,12 @@ impl Fence {
 
     /// How long the fence has been closed, `None` while the lease is proven
     /// valid. Since the generator was built if no node id was claimed yet.
-    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     pub(crate) fn closed_for(&self) -> Option<std::time::Duration> {
         if self.check().is_some() {
             return None;
@@ -483,7 +496,12 @@ mod tests {
     /// The time a fence closed is when it closed first: at the deadline a
     /// generator found passed, or the keeper's close; the keeper closing it
     /// again later (as it does after a lapse) moves nothing.
-    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     #[test]
     fn a_fence_is_closed_since_it_first_closed() {
         let (clock, mock) = quanta::Clock::mock();
@@ -659,7 +677,12 @@ mod tests {
         assert_eq!(fence.check(), None, "the late renewal did not reopen it");
         assert!(!fence.confirm(ticket), "nor does a ticket from before it");
         assert_eq!(fence.ceiling(), 500, "nor was the ceiling raised");
-        #[cfg(any(feature = "etcd", feature = "redis"))]
+        #[cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        ))]
         assert_eq!(
             fence.closed_for(),
             Some(Duration::from_micros(100)),

@@ -258,7 +258,12 @@ pub use layout::{
     Decoded, Field, FieldError, FieldKind, Layout, LayoutBuilder, LayoutError, ParseLayoutError,
     Parts,
 };
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub use lease::Lease;
 pub use node_id::NodeIdError;
 pub use persist::{FileStore, OnInvalidState, Persist, RestartRule, StateStore};

@@ -16,6 +16,9 @@
 //! | [`WaitShortCounted`](Plant::WaitShortCounted) | the Redis store's `WAIT` count (and the memory store's) | a claim or renewal counts only once enough replicas acknowledged it |
 //! | [`EtcdMarkUnguarded`](Plant::EtcdMarkUnguarded) | the etcd store's renewal, raising the mark | a renewal raises the mark only if it is still at this holder's last write |
 //! | [`EpochOwnTtl`](Plant::EpochOwnTtl) | the Redis store's record of TTLs in use (and the memory store's) | a new epoch waits out the longest TTL in use under the prefix, not only the claimer's |
+//! | [`SqlExpiryByClaimant`](Plant::SqlExpiryByClaimant) | the PostgreSQL and MySQL stores' claim statements (`lease/sql/`) | a row's expiry is judged by the database's clock, never the claimant's |
+//! | [`SqlRenewalUnchecked`](Plant::SqlRenewalUnchecked) | the PostgreSQL and MySQL stores' renewal statement | a renewal extends only the row that holds this holder's token |
+//! | [`SqlClaimDropsMark`](Plant::SqlClaimDropsMark) | the PostgreSQL and MySQL stores' claim statement | a claim keeps the row's mark (raising it only) and starts the holder above it |
 //!
 //! The lease protocol's model (`src/tests/model`) makes its decisions with
 //! the same rules, plants included, and has a counterpart of each
@@ -70,11 +73,23 @@ pub enum Plant {
     /// read, so a holder with a longer TTL, whose claim the failover lost,
     /// may still issue when the claim's wait is over.
     EpochOwnTtl,
+    /// A PostgreSQL or MySQL claim judges a row free by the claimant's
+    /// wall clock instead of the database's: a claimant whose clock runs
+    /// ahead takes a node id whose holder is alive.
+    SqlExpiryByClaimant,
+    /// A PostgreSQL or MySQL renewal updates the row without checking that
+    /// it holds this holder's token: a holder whose node id was taken keeps
+    /// renewing it, and issuing.
+    SqlRenewalUnchecked,
+    /// A PostgreSQL or MySQL claim overwrites the row's mark with its own
+    /// ceiling and reports no mark found: the new holder may issue below
+    /// IDs of the node id's previous holder.
+    SqlClaimDropsMark,
 }
 
 impl Plant {
     /// Every plant.
-    pub const ALL: [Plant; 7] = [
+    pub const ALL: [Plant; 10] = [
         Plant::DeadlineFromAnswer,
         Plant::LateAnswerReopens,
         Plant::EpochWaitSkipped,
@@ -82,6 +97,9 @@ impl Plant {
         Plant::WaitShortCounted,
         Plant::EtcdMarkUnguarded,
         Plant::EpochOwnTtl,
+        Plant::SqlExpiryByClaimant,
+        Plant::SqlRenewalUnchecked,
+        Plant::SqlClaimDropsMark,
     ];
 
     /// The plant's kebab-case name (`deadline-from-answer`).
@@ -102,6 +120,9 @@ impl Plant {
             Plant::WaitShortCounted => "wait-short-counted",
             Plant::EtcdMarkUnguarded => "etcd-mark-unguarded",
             Plant::EpochOwnTtl => "epoch-own-ttl",
+            Plant::SqlExpiryByClaimant => "sql-expiry-by-claimant",
+            Plant::SqlRenewalUnchecked => "sql-renewal-unchecked",
+            Plant::SqlClaimDropsMark => "sql-claim-drops-mark",
         }
     }
 

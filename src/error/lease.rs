@@ -3,8 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
-/// A node id could not be leased from etcd or Redis (the `etcd` and `redis`
-/// features), or a lease is configured wrongly.
+/// A node id could not be leased from etcd, Redis, PostgreSQL or MySQL (the
+/// `etcd`, `redis`, `postgres` and `mysql` features), or a lease is
+/// configured wrongly.
 ///
 /// Building a generator with a lease fails with one of these (inside
 /// [`BuildError::Lease`](crate::BuildError::Lease)); a running generator's keeper retries instead, and
@@ -46,6 +47,15 @@ pub enum LeaseError {
     /// read-only replica, out of memory, ...).
     Refused {
         /// The server's error.
+        reason: String,
+    },
+    /// The lease's table on PostgreSQL or MySQL (features `postgres`,
+    /// `mysql`) is missing (and may not be created), has another shape, or
+    /// the user lacks a right on it. Nothing was issued or overwritten.
+    Table {
+        /// The table, as configured ([`Lease::table`](crate::Lease::table)).
+        table: String,
+        /// What is missing or wrong.
         reason: String,
     },
     /// The lease is configured wrongly (a TTL shorter than its safety margin,
@@ -92,6 +102,7 @@ impl fmt::Display for LeaseError {
             LeaseError::Refused { reason } => {
                 write!(f, "the lease store refused the request: {reason}")
             }
+            LeaseError::Table { table, reason } => write!(f, "lease table {table:?}: {reason}"),
             LeaseError::Config { reason } => write!(f, "invalid lease configuration: {reason}"),
             LeaseError::MarksAhead {
                 first,

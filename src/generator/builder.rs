@@ -75,7 +75,12 @@ pub struct Builder<C = MonotonicClock> {
     counters: bool,
     events: Events,
     persist: Option<Persist>,
-    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     lease: Option<crate::lease::Lease>,
     /// Set by a node-id lease (the `etcd` and `redis` features).
     pub(crate) fence: Option<Arc<Fence>>,
@@ -124,7 +129,12 @@ impl Builder {
             counters: false,
             events: Events::default(),
             persist: None,
-            #[cfg(any(feature = "etcd", feature = "redis"))]
+            #[cfg(any(
+                feature = "etcd",
+                feature = "redis",
+                feature = "postgres",
+                feature = "mysql"
+            ))]
             lease: None,
             fence: None,
         }
@@ -237,7 +247,12 @@ impl<C: Clock> Builder<C> {
             counters: self.counters,
             events: self.events,
             persist: self.persist,
-            #[cfg(any(feature = "etcd", feature = "redis"))]
+            #[cfg(any(
+                feature = "etcd",
+                feature = "redis",
+                feature = "postgres",
+                feature = "mysql"
+            ))]
             lease: self.lease,
             fence: self.fence,
         }
@@ -481,14 +496,31 @@ impl<C: Clock> Builder<C> {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let generator = Generator::builder(Layout::twitter()).lease(lease).build()?;
     /// let id = generator.try_next_id()?; // Err(Fenced) if the lease lapsed
     /// assert_eq!(generator.layout().decode(id)?.node_id(), generator.node_id());
     /// # Ok(())
     /// # }
     /// ```
-    #[cfg(any(feature = "etcd", feature = "redis"))]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))
+    )]
     pub fn lease(mut self, lease: crate::lease::Lease) -> Self {
         self.lease = Some(lease);
         self
@@ -560,7 +592,12 @@ impl<C: Clock> Builder<C> {
     pub(crate) fn into_parts(self) -> Result<Components<C>, BuildError> {
         let lead = self.lead();
         let mut config = self.config()?;
-        #[cfg(any(feature = "etcd", feature = "redis"))]
+        #[cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        ))]
         let keeper = match &self.lease {
             Some(_) if self.persist.is_some() => {
                 return Err(crate::error::LeaseError::Config {
@@ -578,7 +615,12 @@ impl<C: Clock> Builder<C> {
             }
             None => None,
         };
-        #[cfg(not(any(feature = "etcd", feature = "redis")))]
+        #[cfg(not(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))]
         let keeper = None;
         let clock = match self.clock {
             ClockSource::Given(clock) => clock,
@@ -628,9 +670,19 @@ impl<C: Clock> Builder<C> {
 
     fn config(&self) -> Result<PlanConfig, BuildError> {
         let layout = &self.layout;
-        #[cfg(any(feature = "etcd", feature = "redis"))]
+        #[cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        ))]
         let leased = self.lease.is_some();
-        #[cfg(not(any(feature = "etcd", feature = "redis")))]
+        #[cfg(not(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))]
         let leased = false;
         let node_id = match &self.node {
             // A layout without node fields has only node 0; a lease picks one.

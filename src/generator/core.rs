@@ -158,7 +158,12 @@ impl<C, S: StateCell> Core<C, S> {
         if self.clock.now_ms() > last_ms {
             return Health::Expired { last_ms };
         }
-        #[cfg(any(feature = "etcd", feature = "redis"))]
+        #[cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        ))]
         if let Some(closed_for) = self.plan.fence().and_then(crate::fence::Fence::closed_for) {
             return Health::Fenced { closed_for };
         }
@@ -168,7 +173,12 @@ impl<C, S: StateCell> Core<C, S> {
         }
     }
 
-    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     pub(crate) fn lease_skipped_node_ids(&self) -> u64 {
         self.plan.fence().map_or(0, crate::fence::Fence::skipped)
     }

@@ -506,6 +506,10 @@ impl<C: Clock, S: StateCell> CellGenerator<C, S> {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let generator = Generator::builder(Layout::twitter()).lease(lease).build()?;
     /// if generator.lease_skipped_node_ids() > 0 {
     ///     eprintln!("some node ids carry marks far ahead of this clock");
@@ -513,8 +517,21 @@ impl<C: Clock, S: StateCell> CellGenerator<C, S> {
     /// # Ok(())
     /// # }
     /// ```
-    #[cfg(any(feature = "etcd", feature = "redis"))]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))
+    )]
     pub fn lease_skipped_node_ids(&self) -> u64 {
         self.core.lease_skipped_node_ids()
     }

@@ -288,7 +288,12 @@ impl Plan {
     }
 
     /// The lease's fence, if the node id is leased.
-    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     pub(crate) fn fence(&self) -> Option<&Fence> {
         self.fence.as_deref()
     }

@@ -351,33 +351,88 @@ pub use crate::error::LeaseError;
 // The keeper and the lease's terms are also the crate's tests' (the fleet
 // simulation steps the keeper on an in-process store), so they compile for
 // tests without the features.
-#[cfg(any(test, feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    test,
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) mod keeper;
-#[cfg(any(test, feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    test,
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 mod terms;
 
 #[cfg(feature = "etcd")]
 mod etcd;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql;
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 use std::fmt;
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 use std::ops::RangeInclusive;
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 use std::sync::Arc;
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 use std::time::Duration;
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 use crate::fence::{Fence, Keeper};
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 use crate::layout::Layout;
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) use keeper::Settings;
-#[cfg(any(test, feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    test,
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) use terms::Terms;
 
 /// A node-id lease on etcd or Redis, for
@@ -416,6 +471,10 @@ pub(crate) use terms::Terms;
 /// let lease = Lease::etcd(["http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"]);
 /// # #[cfg(all(feature = "redis", not(feature = "etcd")))]
 /// # let lease = Lease::redis("redis://redis:6379/");
+/// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+/// # let lease = Lease::postgres("postgres://app@db/app");
+/// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+/// # let lease = Lease::mysql("mysql://app@db/app");
 /// let generator = Generator::builder(Layout::twitter())
 ///     .lease(lease.prefix("orders/ids").ttl(Duration::from_secs(10)))
 ///     .build()?; // claims a node id, or fails within the connect timeout
@@ -423,8 +482,21 @@ pub(crate) use terms::Terms;
 /// # Ok(())
 /// # }
 /// ```
-#[cfg(any(feature = "etcd", feature = "redis"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "etcd", feature = "redis"))))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    )))
+)]
 #[derive(Clone)]
 #[must_use]
 pub struct Lease {
@@ -432,18 +504,35 @@ pub struct Lease {
     terms: Terms,
     /// [`Lease::wait_for_replicas`] (Redis only).
     replicas: Option<u32>,
+    /// A SQL-only option given to another store, refused at build.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    misapplied: Option<&'static str>,
 }
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 #[derive(Clone)]
 enum StoreConfig {
     #[cfg(feature = "etcd")]
     Etcd(Vec<String>),
     #[cfg(feature = "redis")]
     Redis(redis::Target),
+    #[cfg(feature = "postgres")]
+    Postgres(sql::SqlConfig),
+    #[cfg(feature = "mysql")]
+    Mysql(sql::SqlConfig),
 }
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 impl Lease {
     /// Leases node ids from the etcd cluster at `endpoints` (`http://host:port`).
     ///
@@ -542,6 +631,124 @@ impl Lease {
         )))
     }
 
+    /// Leases node ids from a table on the PostgreSQL server at `url`
+    /// (`postgres://user:password@host:port/database`, or the `key=value`
+    /// form; both as libpq takes them, `sslmode` included).
+    ///
+    /// The table ([`table`](Lease::table), `flakeid_leases` by default) is
+    /// created on first use if it is missing and the user may (see
+    /// [`create_table`](Lease::create_table)); the [module
+    /// docs](self#postgresql-and-mysql) have its SQL and the rights it
+    /// needs. Expiry is judged by the server's clock, and each session
+    /// commits durably (`synchronous_commit = on`). Give the primary: a
+    /// standby, or a session that is read-only, is refused
+    /// ([`LeaseError::Refused`]). Several hosts with
+    /// `target_session_attrs=read-write` follow a failover; after one, the
+    /// first claims wait out the longest TTL in use (the epoch rule, see
+    /// the module docs). Needs PostgreSQL 10 or later.
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    ///
+    /// let lease = Lease::postgres("postgres://app:s3cret@db.internal:5432/orders?sslmode=require");
+    /// // Errors and `Debug` name the server without its password.
+    /// assert!(format!("{lease:?}").contains("postgres postgres://app:***@db.internal:5432/orders"));
+    /// ```
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres(url: impl Into<String>) -> Lease {
+        Lease::new(StoreConfig::Postgres(sql::SqlConfig::new(url.into())))
+    }
+
+    /// Leases node ids from a table on the MySQL 8 or MariaDB 10.11 server
+    /// at `url` (`mysql://user:password@host:port/database`, with
+    /// `?require_ssl=true` for TLS).
+    ///
+    /// As [`postgres`](Lease::postgres): the table is created on first use
+    /// if allowed, expiry is judged by the server's clock
+    /// (`UTC_TIMESTAMP(6)`), and a read-only server is refused. For an
+    /// acknowledged claim to survive a crash of the server itself, run it
+    /// with `innodb_flush_log_at_trx_commit = 1` (the default). Each server
+    /// of a replicated setup needs its own `server_id` (replication needs
+    /// it anyway): the epoch rule tells a promoted replica by it.
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    ///
+    /// let lease = Lease::mysql("mysql://app:s3cret@db.internal:3306/orders");
+    /// assert!(format!("{lease:?}").contains("mysql mysql://app:***@db.internal:3306/orders"));
+    /// ```
+    #[cfg(feature = "mysql")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mysql")))]
+    pub fn mysql(url: impl Into<String>) -> Lease {
+        Lease::new(StoreConfig::Mysql(sql::SqlConfig::new(url.into())))
+    }
+
+    /// The table of a PostgreSQL or MySQL lease (default
+    /// `flakeid_leases`): one identifier, quoted as such, found by the
+    /// session's search path (PostgreSQL) or in the URL's database (MySQL).
+    /// Any other lease refuses it ([`LeaseError::Config`]).
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    /// # #[cfg(feature = "postgres")]
+    /// let lease = Lease::postgres("postgres://app@db/orders").table("orders_node_leases");
+    /// # #[cfg(all(feature = "mysql", not(feature = "postgres")))]
+    /// # let lease = Lease::mysql("mysql://app@db/orders").table("orders_node_leases");
+    /// # let _ = lease;
+    /// ```
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "mysql"))))]
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        match self.sql_mut() {
+            Some(config) => config.table = table.into(),
+            None => self.misapplied = Some("table"),
+        }
+        self
+    }
+
+    /// Whether a PostgreSQL or MySQL lease creates its table when it is
+    /// missing (default `true`). With `false`, a missing table is an error
+    /// ([`LeaseError::Table`]) naming it: for teams whose application user
+    /// runs no DDL, and who create the table with the SQL in the [module
+    /// docs](self#postgresql-and-mysql). Either way a table of another shape
+    /// is refused, and nothing in it is overwritten.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "mysql"))))]
+    pub fn create_table(mut self, create: bool) -> Self {
+        match self.sql_mut() {
+            Some(config) => config.create = create,
+            None => self.misapplied = Some("create_table"),
+        }
+        self
+    }
+
+    /// The SQL store's configuration, if this is a SQL lease.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn sql(&self) -> Option<&sql::SqlConfig> {
+        match &self.store {
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(config) => Some(config),
+            #[cfg(feature = "mysql")]
+            StoreConfig::Mysql(config) => Some(config),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// The SQL store's configuration, if this is a SQL lease.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn sql_mut(&mut self) -> Option<&mut sql::SqlConfig> {
+        match &mut self.store {
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(config) => Some(config),
+            #[cfg(feature = "mysql")]
+            StoreConfig::Mysql(config) => Some(config),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// How many replicas must acknowledge each claim and renewal before it
     /// counts (Redis' `WAIT`, in the same round trip; Redis leases only).
     /// Default 1 for [`redis_sentinel`](Lease::redis_sentinel), 0 (no
@@ -589,6 +796,8 @@ impl Lease {
             store,
             terms: Terms::default(),
             replicas: None,
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            misapplied: None,
         }
     }
 
@@ -603,6 +812,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let orders = lease.clone().prefix("orders/ids"); // one per application and layout
     /// # let _ = orders;
     /// let err = Generator::builder(Layout::twitter())
@@ -633,6 +846,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// // A crashed holder's node id is free again after 30 s.
     /// let slow = lease.clone().ttl(Duration::from_secs(30));
     /// # let _ = slow;
@@ -666,6 +883,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let lease = lease.ttl(Duration::from_secs(10));
     /// // Cut off from the store, stop issuing 7 s after the last renewal was sent.
     /// let tight = lease.clone().safety_margin(Duration::from_secs(3));
@@ -696,6 +917,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let lease = lease.connect_timeout(Duration::from_secs(1));
     /// match Generator::builder(Layout::twitter()).lease(lease).build() {
     ///     Ok(generator) => println!("node {}", generator.node_id()),
@@ -724,6 +949,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let east = lease.clone().node_ids(0..=511); // two datacenters, one prefix
     /// let west = lease.clone().node_ids(512..=1_023);
     /// # let _ = (east, west);
@@ -758,6 +987,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let rotating = lease.clone().rotate_after_rollback(Duration::from_secs(5));
     /// # let _ = rotating;
     /// // Less than one tick (Sonyflake's is 10 ms) is refused.
@@ -799,6 +1032,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let lease = lease.max_mark_ahead(Duration::from_secs(5));
     /// # let _ = lease;
     /// # Ok(())
@@ -851,6 +1088,10 @@ impl Lease {
     /// let lease = Lease::redis("redis://127.0.0.1:6379/");
     /// # #[cfg(all(feature = "etcd", not(feature = "redis")))]
     /// # let lease = Lease::etcd(["http://127.0.0.1:2379"]);
+    /// # #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+    /// # let lease = Lease::postgres("postgres://app@127.0.0.1/app");
+    /// # #[cfg(all(feature = "mysql", not(any(feature = "etcd", feature = "redis", feature = "postgres"))))]
+    /// # let lease = Lease::mysql("mysql://app@127.0.0.1/app");
     /// let planted = lease.plant(Plant::from_name("deadline-from-answer").ok_or("no such plant")?);
     /// assert!(format!("{planted:?}").contains("DeadlineFromAnswer"));
     /// # Ok(())
@@ -877,6 +1118,10 @@ impl Lease {
                 let addrs: Vec<String> = sentinels.iter().map(|s| host_of(s)).collect();
                 format!("redis sentinel {} via {}", host_of(master), addrs.join(","))
             }
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(config) => format!("postgres {}", mask_password(&config.url)),
+            #[cfg(feature = "mysql")]
+            StoreConfig::Mysql(config) => format!("mysql {}", mask_password(&config.url)),
         }
     }
 
@@ -888,11 +1133,31 @@ impl Lease {
                 reason: "wait_for_replicas applies to Redis leases, not etcd".into(),
             });
         }
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        if let Some(config) = self.sql() {
+            if self.replicas.is_some() {
+                return Err(LeaseError::Config {
+                    reason: "wait_for_replicas applies to Redis leases, not SQL ones".into(),
+                });
+            }
+            config.check(&self.terms.prefix)?;
+        }
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        if let Some(option) = self.misapplied {
+            return Err(LeaseError::Config {
+                reason: format!("{option} applies to PostgreSQL and MySQL leases only"),
+            });
+        }
         self.terms.settings(layout, lead, self.server())
     }
 }
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Lease");
@@ -905,23 +1170,37 @@ impl fmt::Debug for Lease {
             .field("rotate_after_rollback", &self.terms.rotate_after)
             .field("max_mark_ahead", &self.terms.max_mark_ahead)
             .field("wait_for_replicas", &self.replicas);
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        if let Some(config) = self.sql() {
+            d.field("table", &config.table)
+                .field("create_table", &config.create);
+        }
         #[cfg(flakeid_plant)]
         d.field("plant", &self.terms.plant);
         d.finish()
     }
 }
 
-/// `redis://user:secret@host/` as `redis://user:***@host/`.
-#[cfg(feature = "redis")]
+/// `redis://user:secret@host/` as `redis://user:***@host/`; in a
+/// `key=value` connection string, `password=secret` as `password=***`.
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mysql"))]
 fn mask_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.into();
+        // libpq's `key=value` form.
+        return url
+            .split(' ')
+            .map(|part| match part.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => part.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
     };
     match rest.rsplit_once('@') {
-        Some((user_info, host)) => {
-            let user = user_info.split_once(':').map_or("", |(user, _)| user);
-            format!("{scheme}://{user}:***@{host}")
-        }
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.into(),
+        },
         None => url.into(),
     }
 }
@@ -939,7 +1218,12 @@ fn host_of(url: &str) -> String {
 }
 
 /// A token no other holder has: the process, the time, and a random seed.
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 fn token() -> String {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new();
@@ -954,10 +1238,26 @@ fn token() -> String {
     )
 }
 
+/// A SQL store that could not be made: its URL or TLS setup.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn sql_config_error(config: &sql::SqlConfig, e: sql::DbError) -> LeaseError {
+    match e {
+        sql::DbError::Config(reason) => LeaseError::Config { reason },
+        other => LeaseError::Config {
+            reason: format!("{}: {other:?}", mask_password(&config.url)),
+        },
+    }
+}
+
 /// Claims a node id for a generator being built: returns its keeper once the
 /// fence is open. The store is made, used and dropped on the keeper's thread
 /// only; this waits for the first claim (up to the connect timeout).
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) fn start(
     lease: &Lease,
     layout: &Layout,
@@ -986,18 +1286,64 @@ pub(crate) fn start(
             let make = move |s: &Settings| redis::RedisStore::new(&config, &prefix, s, token);
             Ok(Box::new(keeper::start(make, settings, fence)?))
         }
+        #[cfg(feature = "postgres")]
+        StoreConfig::Postgres(config) => {
+            let config = config.clone();
+            let make = move |s: &Settings| {
+                let db = sql::postgres::PgDb::new(
+                    &config.url,
+                    &config.table,
+                    config.create,
+                    s.connect_timeout,
+                )
+                .map_err(|e| sql_config_error(&config, e))?;
+                sql::SqlStore::new(db, &config.table, &prefix, s, token)
+            };
+            Ok(Box::new(keeper::start(make, settings, fence)?))
+        }
+        #[cfg(feature = "mysql")]
+        StoreConfig::Mysql(config) => {
+            let config = config.clone();
+            let make = move |s: &Settings| {
+                let db = sql::mysql::MyDb::new(
+                    &config.url,
+                    &config.table,
+                    config.create,
+                    s.connect_timeout,
+                )
+                .map_err(|e| sql_config_error(&config, e))?;
+                sql::SqlStore::new(db, &config.table, &prefix, s, token)
+            };
+            Ok(Box::new(keeper::start(make, settings, fence)?))
+        }
     }
 }
 
-#[cfg(all(test, not(flakeid_loom), any(feature = "etcd", feature = "redis")))]
+#[cfg(all(
+    test,
+    not(flakeid_loom),
+    any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    )
+))]
 mod tests {
     use super::*;
 
     fn any_lease() -> Lease {
         #[cfg(feature = "etcd")]
         return Lease::etcd(["http://127.0.0.1:1"]);
-        #[cfg(not(feature = "etcd"))]
+        #[cfg(all(feature = "redis", not(feature = "etcd")))]
         return Lease::redis("redis://127.0.0.1:1/");
+        #[cfg(all(feature = "postgres", not(any(feature = "etcd", feature = "redis"))))]
+        return Lease::postgres("postgres://app@127.0.0.1:1/app");
+        #[cfg(all(
+            feature = "mysql",
+            not(any(feature = "etcd", feature = "redis", feature = "postgres"))
+        ))]
+        return Lease::mysql("mysql://app@127.0.0.1:1/app");
     }
 
     #[test]
@@ -1039,6 +1385,46 @@ mod tests {
         assert_eq!(mask_password("redis://cache:6379/"), "redis://cache:6379/");
         let lease = Lease::redis("redis://:s3cret@cache/");
         assert!(!format!("{lease:?}").contains("s3cret"));
+    }
+
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[test]
+    fn sql_passwords_stay_out_of_messages() {
+        assert_eq!(
+            mask_password("postgres://app:s3cret@db:5432/x"),
+            "postgres://app:***@db:5432/x"
+        );
+        assert_eq!(mask_password("postgres://app@db/x"), "postgres://app@db/x");
+        assert_eq!(
+            mask_password("host=db user=app password=s3cret dbname=x"),
+            "host=db user=app password=*** dbname=x"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn sql_options_are_checked() {
+        let layout = Layout::twitter();
+        let reason = |lease: Lease| match lease.settings(&layout, Duration::ZERO) {
+            Err(LeaseError::Config { reason }) => reason,
+            other => panic!("expected a configuration error, got {other:?}"),
+        };
+        let pg = || Lease::postgres("postgres://app@127.0.0.1:1/app");
+        assert!(reason(pg().table("")).contains("table name"));
+        assert!(reason(pg().table("x".repeat(64))).contains("1 to 63 bytes"));
+        assert!(reason(pg().prefix("p".repeat(256))).contains("at most 255 bytes"));
+        #[cfg(feature = "redis")]
+        assert!(reason(pg().wait_for_replicas(1)).contains("Redis leases"));
+        assert!(
+            pg().table("x\"; DROP TABLE y; --")
+                .settings(&layout, Duration::ZERO)
+                .is_ok()
+        );
+        #[cfg(feature = "redis")]
+        assert!(
+            reason(Lease::redis("redis://127.0.0.1:1/").table("t"))
+                .contains("table applies to PostgreSQL and MySQL leases only")
+        );
     }
 
     #[test]

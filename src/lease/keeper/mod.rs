@@ -10,7 +10,12 @@
 //! mocked clocks.
 
 mod rules;
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 mod thread;
 
 use std::fmt;
@@ -26,7 +31,12 @@ use crate::layout::Layout;
 use crate::plant::Plant;
 
 pub(crate) use rules::Rules;
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) use thread::start;
 
 /// A node id held in the store.
@@ -123,7 +133,15 @@ pub(crate) enum Claimed {
 pub(crate) trait Store: Send + 'static {
     /// Bounds each later call, connecting included. (Called by the keeper
     /// thread; the crate's tests step a keeper without one.)
-    #[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )),
+        allow(dead_code)
+    )]
     fn set_timeout(&mut self, timeout: Duration);
 
     /// While `Some`, every call also ends by this instant (fails as
@@ -191,14 +209,24 @@ impl fmt::Debug for WallClock {
 /// What bounds a store's next call: its timeout, and the deadline of the
 /// operation it belongs to, while one is set. The etcd and Redis stores keep
 /// one each and set it from [`Store::set_timeout`] and [`Store::set_deadline`].
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallLimit {
     pub(crate) timeout: Duration,
     pub(crate) deadline: Option<Instant>,
 }
 
-#[cfg(any(feature = "etcd", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 impl CallLimit {
     /// How long the next call may take: the timeout, or less if the
     /// deadline is nearer.
@@ -229,7 +257,15 @@ pub(crate) struct Settings {
     pub(crate) usable_ahead: Duration,
     pub(crate) rotate_after_ticks: u64,
     /// The store, for messages (the keeper thread's).
-    #[cfg_attr(not(any(feature = "etcd", feature = "redis")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )),
+        allow(dead_code)
+    )]
     pub(crate) server: String,
     pub(crate) wall: WallClock,
     /// The generator's event hook, told of claims, failures and fences.
