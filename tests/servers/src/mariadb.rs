@@ -19,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::postgres::log_tail;
-use crate::{ScratchDir, free_port, is_root, scratch_base};
+use crate::{ScratchDir, free_port, is_root, scratch_base, signal};
 
 /// How long a server may take to answer a query: its first start takes
 /// well under a second here; a loaded CI machine gets a minute.
@@ -196,6 +196,22 @@ impl Mariadb {
         self.child.as_ref().map(Child::id)
     }
 
+    /// SIGSTOP: the server answers nothing while its sockets stay open, as
+    /// a server that hangs. [`Mariadb::kill`] and drop work on a paused
+    /// server.
+    pub fn pause(&self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, libc::SIGSTOP);
+        }
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, libc::SIGCONT);
+        }
+    }
+
     /// Runs `sql` as root in the database `flakeid` through the client
     /// (over TCP): batch mode, no column names. Returns what it printed,
     /// trimmed (rows one a line, columns split by tabs), or what it said
@@ -327,7 +343,11 @@ mod tests {
             &server,
             "CREATE TABLE t (v INT) ENGINE=InnoDB; INSERT INTO t VALUES (1)",
         );
+        server.pause();
+        server.resume();
+        assert_eq!(sql(&server, "SELECT v FROM t"), "1");
         let pid = server.pid().unwrap();
+        server.pause();
         server.kill();
         assert_eq!(server.pid(), None);
         assert!(!Path::new(&format!("/proc/{pid}")).exists());

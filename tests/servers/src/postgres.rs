@@ -1,6 +1,7 @@
 //! Throwaway PostgreSQL servers: Debian's `postgresql` package, a fresh
 //! cluster (`initdb`) in a scratch directory, on 127.0.0.1 and a free port,
-//! with trust authentication, stopped and removed when dropped.
+//! with trust authentication, stopped and removed when dropped (kept after
+//! a panic or with `FLAKEID_KEEP_TEST_DIRS`, as every scratch directory).
 //!
 //! Two kinds: fast ([`Postgres::start`], for the SQL tests: nothing they
 //! write has to outlive the server) and durable ([`Postgres::start_durable`],
@@ -10,7 +11,7 @@
 //! a failover test can stop replication and lose writes on purpose.
 //!
 //! The lease tests kill servers ([`Postgres::kill`]) and pause them
-//! (SIGSTOP to [`Postgres::pid`]); [`Postgres::sql`] runs SQL as the
+//! ([`Postgres::pause`]: SIGSTOP to every process); [`Postgres::sql`] runs SQL as the
 //! superuser through `psql`, for what a test sets up or checks behind the
 //! lease's back.
 
@@ -283,6 +284,31 @@ impl Postgres {
         self.pid().map(children_of).unwrap_or_default()
     }
 
+    /// SIGSTOP to the postmaster and then to every process it started: the
+    /// whole server stops answering (open sessions too) while its sockets
+    /// stay open, as a server that hangs. [`Postgres::resume`] undoes it;
+    /// [`Postgres::kill`], [`Postgres::stop`] and drop work on a paused
+    /// server.
+    pub fn pause(&self) {
+        if let Some(postmaster) = self.pid() {
+            // First, so it starts no process that would miss the signal.
+            pause_process(postmaster);
+            for pid in children_of(postmaster) {
+                signal(pid, libc::SIGSTOP);
+            }
+        }
+    }
+
+    /// SIGCONT to every process of the server, the postmaster last.
+    pub fn resume(&self) {
+        if let Some(postmaster) = self.pid() {
+            for pid in children_of(postmaster) {
+                signal(pid, libc::SIGCONT);
+            }
+            signal(postmaster, libc::SIGCONT);
+        }
+    }
+
     /// Runs `sql` as the superuser through `psql` (of the cluster's
     /// version, over TCP, database `postgres`): unaligned, tuples only,
     /// stopping at the first error. Returns what it printed, trimmed (the
@@ -370,13 +396,7 @@ impl Postgres {
         // child one), so a process group does not reach them: they are
         // found as the postmaster's children, while it is stopped and
         // cannot start another.
-        signal(postmaster, libc::SIGSTOP);
-        let begun = Instant::now();
-        while process_state(postmaster).is_some_and(|s| s != 'T' && s != 'Z')
-            && begun.elapsed() < Duration::from_secs(10)
-        {
-            thread::sleep(Duration::from_millis(1));
-        }
+        pause_process(postmaster);
         let backends = children_of(postmaster);
         for &pid in &backends {
             signal(pid, libc::SIGKILL);
@@ -704,6 +724,19 @@ fn stat(pid: u32) -> Option<(char, u32)> {
     Some((state, parent))
 }
 
+/// SIGSTOP, returning once the process has stopped (a signal is delivered
+/// when the process next runs: a postmaster may still fork meanwhile), or
+/// has exited, or after 10 s.
+fn pause_process(pid: u32) {
+    signal(pid, libc::SIGSTOP);
+    let begun = Instant::now();
+    while process_state(pid).is_some_and(|s| s != 'T' && s != 'Z')
+        && begun.elapsed() < Duration::from_secs(10)
+    {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn process_state(pid: u32) -> Option<char> {
     stat(pid).map(|(state, _)| state)
 }
@@ -769,16 +802,23 @@ mod tests {
         assert_eq!(stat, -1, "kill() left the shared memory segment {segment}");
         server.restart();
         assert_eq!(sql(&server, "SELECT v FROM t"), "1");
-        // Killing a paused server on restart, and stopping one cleanly.
-        let pause = |server: &Postgres| {
-            for pid in server.backend_pids() {
-                signal(pid, libc::SIGSTOP);
+        // Paused, every process is stopped; resumed, it answers again.
+        server.pause();
+        let all = [vec![server.pid().unwrap()], server.backend_pids()].concat();
+        for &pid in &all {
+            let begun = Instant::now();
+            // A backend that was ending waits, a zombie, for the postmaster.
+            while process_state(pid).is_some_and(|s| s != 'T' && s != 'Z') {
+                assert!(begun.elapsed() < READY_WITHIN, "process {pid} not stopped");
+                thread::sleep(Duration::from_millis(5));
             }
-            signal(server.pid().unwrap(), libc::SIGSTOP);
-        };
-        pause(&server);
+        }
+        server.resume();
+        assert_eq!(sql(&server, "SELECT v FROM t"), "1");
+        // Killing a paused server on restart, and stopping one cleanly.
+        server.pause();
         server.restart();
-        pause(&server);
+        server.pause();
         server.stop();
         server.restart();
         assert_eq!(sql(&server, "SELECT v FROM t"), "1");
