@@ -121,7 +121,8 @@ pub enum NodeSource {
     Hostname(String),
     /// Node id 0, on purpose: the only generator of its layout.
     Single,
-    /// A node id leased from etcd or Redis, with fencing.
+    /// A node id leased from etcd, Redis, PostgreSQL or MySQL/MariaDB, with
+    /// fencing.
     Lease(LeaseConfig),
 }
 
@@ -148,6 +149,12 @@ pub struct LeaseConfig {
     pub max_mark_ahead: Option<Duration>,
     /// Replicas that must acknowledge each claim and renewal (Redis only).
     pub wait_for_replicas: Option<u32>,
+    /// The table of the leases (PostgreSQL and MySQL only; default
+    /// `flakeid_leases`).
+    pub table: Option<String>,
+    /// Whether the first claim creates the table if it is missing
+    /// (PostgreSQL and MySQL only; default yes).
+    pub create_table: Option<bool>,
 }
 
 impl LeaseConfig {
@@ -170,11 +177,18 @@ impl LeaseConfig {
             rotate_after_rollback: None,
             max_mark_ahead: None,
             wait_for_replicas: None,
+            table: None,
+            create_table: None,
         }
     }
 
     /// The library's `Lease`.
-    #[cfg(any(feature = "etcd", feature = "redis"))]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     pub(crate) fn lease(&self) -> Result<flakeid::Lease, Error> {
         let mut lease = match &self.store {
             #[cfg(feature = "etcd")]
@@ -185,6 +199,10 @@ impl LeaseConfig {
             LeaseStore::RedisSentinel { sentinels, master } => {
                 flakeid::Lease::redis_sentinel(sentinels.iter().cloned(), master.clone())
             }
+            #[cfg(feature = "postgres")]
+            LeaseStore::Postgres(url) => flakeid::Lease::postgres(url.clone()),
+            #[cfg(feature = "mysql")]
+            LeaseStore::Mysql(url) => flakeid::Lease::mysql(url.clone()),
             #[allow(unreachable_patterns)]
             other => return Err(not_built_with(other)),
         };
@@ -219,12 +237,54 @@ impl LeaseConfig {
                 let _ = n;
                 return Err(Error::new(
                     ErrorKind::Config,
-                    "wait_for_replicas applies to Redis leases, not etcd",
+                    format!(
+                        "wait_for_replicas applies to Redis leases, not {}",
+                        self.store.name()
+                    ),
                 ));
+            }
+        }
+        // The library refuses both on an etcd or Redis lease (`Config`).
+        if let Some(table) = &self.table {
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            {
+                lease = lease.table(table.clone());
+            }
+            #[cfg(not(any(feature = "postgres", feature = "mysql")))]
+            {
+                let _ = table;
+                return Err(not_sql("table", &self.store));
+            }
+        }
+        if let Some(create) = self.create_table {
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            {
+                lease = lease.create_table(create);
+            }
+            #[cfg(not(any(feature = "postgres", feature = "mysql")))]
+            {
+                let _ = create;
+                return Err(not_sql("create_table", &self.store));
             }
         }
         Ok(lease)
     }
+}
+
+/// The refusal of a SQL store's setting on another store, in a build
+/// without the SQL stores (the library's own refusal otherwise).
+#[cfg(all(
+    any(feature = "etcd", feature = "redis"),
+    not(any(feature = "postgres", feature = "mysql"))
+))]
+fn not_sql(setting: &str, store: &LeaseStore) -> Error {
+    Error::new(
+        ErrorKind::Config,
+        format!(
+            "{setting} applies to PostgreSQL and MySQL leases, not {}",
+            store.name()
+        ),
+    )
 }
 
 /// Where node ids are leased.
@@ -242,15 +302,24 @@ pub enum LeaseStore {
         /// The name the sentinels monitor (or a URL with it as host).
         master: String,
     },
+    /// A PostgreSQL server: `postgres://user:password@host:port/db`
+    /// (`?sslmode=require` for TLS; several hosts with
+    /// `target_session_attrs=read-write`), or the `key=value` form.
+    Postgres(String),
+    /// A MySQL 8 or MariaDB 10.11 server:
+    /// `mysql://user:password@host:port/db`.
+    Mysql(String),
 }
 
 impl LeaseStore {
-    /// `etcd`, `redis` or `redis_sentinel`.
+    /// `etcd`, `redis`, `redis_sentinel`, `postgres` or `mysql`.
     pub fn name(&self) -> &'static str {
         match self {
             LeaseStore::Etcd(_) => "etcd",
             LeaseStore::Redis(_) => "redis",
             LeaseStore::RedisSentinel { .. } => "redis_sentinel",
+            LeaseStore::Postgres(_) => "postgres",
+            LeaseStore::Mysql(_) => "mysql",
         }
     }
 }
@@ -259,7 +328,9 @@ impl LeaseStore {
 pub(crate) fn not_built_with(store: &LeaseStore) -> Error {
     let feature = match store {
         LeaseStore::Etcd(_) => "etcd",
-        _ => "redis",
+        LeaseStore::Redis(_) | LeaseStore::RedisSentinel { .. } => "redis",
+        LeaseStore::Postgres(_) => "postgres",
+        LeaseStore::Mysql(_) => "mysql",
     };
     Error::new(
         ErrorKind::Config,
@@ -485,5 +556,45 @@ mod tests {
         assert!(duration(f64::NAN, 1.0, "x").is_err());
         assert!(duration(f64::INFINITY, 1.0, "x").is_err());
         assert!(duration(1e30, 1.0, "x").is_err());
+    }
+
+    /// The SQL stores' settings on a Redis lease: the library's refusal,
+    /// before any store is contacted (nothing listens on port 1).
+    #[cfg(all(feature = "redis", any(feature = "postgres", feature = "mysql")))]
+    #[test]
+    fn a_table_on_a_redis_lease_is_refused_as_config() {
+        for table in [true, false] {
+            let mut lease = LeaseConfig::new(LeaseStore::Redis("redis://127.0.0.1:1/".into()));
+            if table {
+                lease.table = Some("ids".into());
+            } else {
+                lease.create_table = Some(false);
+            }
+            let mut config = Config::new("twitter").unwrap();
+            config.node = NodeSource::Lease(lease);
+            let e = crate::Generator::build(config).err().unwrap();
+            assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+        }
+    }
+
+    #[test]
+    fn each_store_has_its_name() {
+        let names: Vec<&str> = [
+            LeaseStore::Etcd(vec![]),
+            LeaseStore::Redis(String::new()),
+            LeaseStore::RedisSentinel {
+                sentinels: vec![],
+                master: String::new(),
+            },
+            LeaseStore::Postgres(String::new()),
+            LeaseStore::Mysql(String::new()),
+        ]
+        .iter()
+        .map(LeaseStore::name)
+        .collect();
+        assert_eq!(
+            names,
+            ["etcd", "redis", "redis_sentinel", "postgres", "mysql"]
+        );
     }
 }

@@ -22,7 +22,7 @@ use flakeid::{
 /// | `NodeId` | `node_id` | no node id chosen, node fields with one left out, or a node id that does not fit (a number, fields, the environment, a host name) |
 /// | `Config` | `config` | a policy the layout cannot serve, a bad random start, window, clock id or lease setting |
 /// | `State` | `state` | restart safety's saved state cannot be read, trusted or written at build |
-/// | `Lease` | `lease` | no node id could be leased at build (all held, unreachable, refused, ...) |
+/// | `Lease` | `lease` | no node id could be leased at build (all held, unreachable, refused, the SQL table unusable, ...) |
 /// | `SequenceExhausted` | `sequence_exhausted` | the tick is used up and the call does not wait |
 /// | `ClockBehind` | `clock_behind` | the clock reads behind and the policy reports |
 /// | `Expired` | `expired` | the clock is past the layout's last instant |
@@ -189,7 +189,8 @@ impl Error {
 
     /// A finer stable code within the kind, where the library tells one:
     /// for `Lease` one of `all_held`, `unreachable`, `bad_reply`, `refused`,
-    /// `marks_ahead`; for `State` one of `corrupt`, `truncated`,
+    /// `marks_ahead`, `table` (a PostgreSQL or MySQL lease's table is
+    /// missing, has another shape, or the user lacks a right on it); for `State` one of `corrupt`, `truncated`,
     /// `unsupported_version`, `mismatch`, `locked`, `mark_past_end`,
     /// `mark_ahead`, `not_a_file`, `too_large`, `io`, `other`; for `Layout`
     /// the spec error (`unknown_preset`, `bad_spec`, `invalid_layout`); for
@@ -304,6 +305,8 @@ fn lease_error(lease: &LeaseError, message: String) -> Error {
         LeaseError::BadReply { .. } => "bad_reply",
         LeaseError::Refused { .. } => "refused",
         LeaseError::MarksAhead { .. } => "marks_ahead",
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        LeaseError::Table { .. } => "table",
         _ => "other",
     };
     Error::new(ErrorKind::Lease, message).with_detail(detail)
@@ -415,6 +418,17 @@ mod tests {
             (e.kind(), e.detail()),
             (ErrorKind::NodeId, Some("out_of_range"))
         );
+    }
+
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[test]
+    fn an_unusable_lease_table_is_a_lease_error_detailed_table() {
+        let e = Error::from(BuildError::Lease(LeaseError::Table {
+            table: "flakeid_leases".into(),
+            reason: "permission denied".into(),
+        }));
+        assert_eq!((e.kind(), e.detail()), (ErrorKind::Lease, Some("table")));
+        assert!(e.message().contains("flakeid_leases"), "{e}");
     }
 
     #[test]

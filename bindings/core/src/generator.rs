@@ -164,9 +164,19 @@ impl Engine {
                 builder.node_id(flakeid::node_id::from_hostname(name, layout)?)
             }
             NodeSource::Single => builder.single_node(),
-            #[cfg(any(feature = "etcd", feature = "redis"))]
+            #[cfg(any(
+                feature = "etcd",
+                feature = "redis",
+                feature = "postgres",
+                feature = "mysql"
+            ))]
             NodeSource::Lease(lease) => builder.lease(lease.lease()?),
-            #[cfg(not(any(feature = "etcd", feature = "redis")))]
+            #[cfg(not(any(
+                feature = "etcd",
+                feature = "redis",
+                feature = "postgres",
+                feature = "mysql"
+            )))]
             NodeSource::Lease(lease) => return Err(crate::config::not_built_with(&lease.store)),
         };
         builder = builder
@@ -758,9 +768,19 @@ impl Generator {
     /// As [`node_id`](Generator::node_id).
     pub fn lease_skipped_node_ids(&self) -> Result<u64, Error> {
         let engine = self.engine_here()?;
-        #[cfg(any(feature = "etcd", feature = "redis"))]
+        #[cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        ))]
         return Ok(engine.generator.lease_skipped_node_ids());
-        #[cfg(not(any(feature = "etcd", feature = "redis")))]
+        #[cfg(not(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))]
         {
             let _ = engine;
             Ok(0)

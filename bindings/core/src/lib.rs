@@ -7,7 +7,8 @@
 //! - **The configuration**: a layout (a preset name or the library's spec
 //!   text, [`parse_layout`]), a [`NodeSource`] (a number, fields, an
 //!   environment variable, a StatefulSet ordinal, a single node, or a lease
-//!   on etcd, Redis or Redis behind Sentinel, [`LeaseConfig`]), the
+//!   on etcd, Redis, Redis behind Sentinel, PostgreSQL or MySQL/MariaDB,
+//!   [`LeaseConfig`]), the
 //!   policies by name ([`on_exhausted`], [`on_clock_behind`]), durations
 //!   ([`duration`]), persistence ([`PersistConfig`], [`restart_rule`]). The
 //!   library's defaults and refusals hold: no node id, no generator
@@ -72,6 +73,8 @@
 //!
 //! - `etcd`: leases on etcd (building needs `protoc`).
 //! - `redis`: leases on Redis and Redis behind Sentinel.
+//! - `postgres`: leases on PostgreSQL.
+//! - `mysql`: leases on MySQL 8 and MariaDB 10.11.
 //!
 //! Without them, a [`NodeSource::Lease`] fails to build with `Config`.
 

@@ -8,7 +8,8 @@ use pyo3::types::PyTuple;
 use crate::args;
 use crate::errors::raise;
 
-/// A node id leased from etcd, Redis or Redis behind Sentinel, with fencing.
+/// A node id leased from etcd, Redis, Redis behind Sentinel, PostgreSQL or
+/// MySQL/MariaDB, with fencing.
 #[pyclass(frozen, module = "flakeid_rs")]
 #[derive(Clone)]
 pub(crate) struct Lease {
@@ -53,6 +54,20 @@ fn lease(
         config.node_ids = Some((first, last));
     }
     Ok(Lease { config })
+}
+
+/// A SQL store's settings: its table and whether to create it.
+fn with_table(
+    mut lease: Lease,
+    table: Option<&Bound<'_, PyAny>>,
+    create_table: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Lease> {
+    lease.config.table = args::opt_string(table, "table")?;
+    lease.config.create_table = create_table
+        .filter(|v| !v.is_none())
+        .map(|v| args::boolean(Some(v), "create_table"))
+        .transpose()?;
+    Ok(lease)
 }
 
 #[pymethods]
@@ -152,7 +167,79 @@ impl Lease {
         )
     }
 
-    /// `etcd`, `redis` or `redis_sentinel`.
+    /// Leases node ids from the PostgreSQL server at `url`
+    /// (`postgres://user:password@host:port/db` or the `key=value` form),
+    /// in the table `table` (default `flakeid_leases`), created on the
+    /// first claim unless `create_table` is false.
+    #[staticmethod]
+    #[pyo3(signature = (url, *, table=None, create_table=None, prefix=None, ttl=None,
+        safety_margin=None, connect_timeout=None, node_ids=None, rotate_after_rollback=None,
+        max_mark_ahead=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn postgres(
+        url: &Bound<'_, PyAny>,
+        table: Option<&Bound<'_, PyAny>>,
+        create_table: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        safety_margin: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
+        node_ids: Option<&Bound<'_, PyAny>>,
+        rotate_after_rollback: Option<&Bound<'_, PyAny>>,
+        max_mark_ahead: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lease> {
+        let store = LeaseStore::Postgres(args::string(url, "url")?);
+        let lease = lease(
+            store,
+            prefix,
+            ttl,
+            safety_margin,
+            connect_timeout,
+            node_ids,
+            rotate_after_rollback,
+            max_mark_ahead,
+            None,
+        )?;
+        with_table(lease, table, create_table)
+    }
+
+    /// Leases node ids from the MySQL 8 or MariaDB 10.11 server at `url`
+    /// (`mysql://user:password@host:port/db`), in the table `table`
+    /// (default `flakeid_leases`), created on the first claim unless
+    /// `create_table` is false.
+    #[staticmethod]
+    #[pyo3(signature = (url, *, table=None, create_table=None, prefix=None, ttl=None,
+        safety_margin=None, connect_timeout=None, node_ids=None, rotate_after_rollback=None,
+        max_mark_ahead=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn mysql(
+        url: &Bound<'_, PyAny>,
+        table: Option<&Bound<'_, PyAny>>,
+        create_table: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        safety_margin: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
+        node_ids: Option<&Bound<'_, PyAny>>,
+        rotate_after_rollback: Option<&Bound<'_, PyAny>>,
+        max_mark_ahead: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lease> {
+        let store = LeaseStore::Mysql(args::string(url, "url")?);
+        let lease = lease(
+            store,
+            prefix,
+            ttl,
+            safety_margin,
+            connect_timeout,
+            node_ids,
+            rotate_after_rollback,
+            max_mark_ahead,
+            None,
+        )?;
+        with_table(lease, table, create_table)
+    }
+
+    /// `etcd`, `redis`, `redis_sentinel`, `postgres` or `mysql`.
     #[getter]
     fn store(&self) -> &'static str {
         self.config.store.name()

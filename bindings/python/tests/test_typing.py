@@ -21,6 +21,8 @@ batch: list[int] = gen.next_ids(100)
 view: memoryview = gen.next_ids_buffer(1000)
 print(gen.decode(first).datetime.isoformat(), gen.health().ready, view.format)
 leased = Generator("twitter", lease=Lease.redis("redis://127.0.0.1:6379/", ttl=10.0))
+on_sql = Lease.postgres("postgres://ids@db/app", table="orders_leases", create_table=False)
+store: str = Lease.mysql("mysql://ids@db/app", ttl=10).store
 saved = Generator("twitter", node_id=1, persist=Persist("/tmp/node.state", window=1))
 try:
     gen.try_next_id()

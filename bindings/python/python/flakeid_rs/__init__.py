@@ -1,6 +1,6 @@
 """flakeid_rs: time-ordered, unique 64-bit Snowflake IDs, made natively by
 the Rust library flakeid: lock-free, safe from many threads, fork-safe, with
-node ids leased from etcd or Redis.
+node ids leased from etcd, Redis, PostgreSQL or MySQL/MariaDB.
 
     >>> import flakeid_rs
     >>> gen = flakeid_rs.Generator("twitter", node_id=7)

@@ -83,8 +83,9 @@ class Decoded:
 
 @final
 class Lease:
-    """A node id leased from etcd, Redis or Redis behind Sentinel, with
-    fencing. Durations are seconds (or ``timedelta``)."""
+    """A node id leased from etcd, Redis, Redis behind Sentinel, PostgreSQL
+    or MySQL/MariaDB, with fencing. Durations are seconds (or
+    ``timedelta``)."""
 
     @staticmethod
     def etcd(
@@ -125,8 +126,36 @@ class Lease:
         max_mark_ahead: Optional[_Seconds] = None,
         wait_for_replicas: Optional[int] = None,
     ) -> "Lease": ...
+    @staticmethod
+    def postgres(
+        url: str,
+        *,
+        table: Optional[str] = None,
+        create_table: Optional[bool] = None,
+        prefix: Optional[str] = None,
+        ttl: Optional[_Seconds] = None,
+        safety_margin: Optional[_Seconds] = None,
+        connect_timeout: Optional[_Seconds] = None,
+        node_ids: Optional[tuple[int, int]] = None,
+        rotate_after_rollback: Optional[_Seconds] = None,
+        max_mark_ahead: Optional[_Seconds] = None,
+    ) -> "Lease": ...
+    @staticmethod
+    def mysql(
+        url: str,
+        *,
+        table: Optional[str] = None,
+        create_table: Optional[bool] = None,
+        prefix: Optional[str] = None,
+        ttl: Optional[_Seconds] = None,
+        safety_margin: Optional[_Seconds] = None,
+        connect_timeout: Optional[_Seconds] = None,
+        node_ids: Optional[tuple[int, int]] = None,
+        rotate_after_rollback: Optional[_Seconds] = None,
+        max_mark_ahead: Optional[_Seconds] = None,
+    ) -> "Lease": ...
     @property
-    def store(self) -> Literal["etcd", "redis", "redis_sentinel"]: ...
+    def store(self) -> Literal["etcd", "redis", "redis_sentinel", "postgres", "mysql"]: ...
 
 @final
 class Persist:
