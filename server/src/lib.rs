@@ -1,7 +1,7 @@
 //! flakeid-server: flakeid's generators behind gRPC (tonic) and HTTP/JSON
 //! (axum), with node ids that are configured, read from the environment or
-//! a StatefulSet ordinal, or leased with fencing from etcd, Redis or Redis
-//! behind Sentinel;
+//! a StatefulSet ordinal, or leased with fencing from etcd, Redis, Redis
+//! behind Sentinel, PostgreSQL or MySQL/MariaDB;
 //! readiness from `Generator::health`, Prometheus metrics, structured logs,
 //! and a graceful SIGTERM. See the crate's README for the configuration,
 //! the APIs and what the server guarantees.

@@ -1,14 +1,17 @@
-//! Leased node ids on real stores (Debian's redis-server and etcd, started
-//! on free ports by `flakeid-test-servers`): a fenced generator is answered
-//! 503 / UNAVAILABLE at once, never held; SIGTERM drains, releases the
-//! lease and exits 0.
+//! Leased node ids on real stores (Debian's redis-server, etcd, PostgreSQL
+//! and MariaDB, started on free ports by `flakeid-test-servers`): a fenced
+//! generator is answered 503 / UNAVAILABLE at once, never held; SIGTERM
+//! drains, releases the lease and exits 0; servers leasing from one SQL
+//! table issue under node ids of their own.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use flakeid_server::proto::{NextIdRequest, NextIdsRequest, StreamIdsRequest};
-use flakeid_test_servers::{Kind, MASTER_NAME, RedisSentinel, Server as Store, loopback_block};
+use flakeid_test_servers::{
+    Kind, MASTER_NAME, Mariadb, Postgres, RedisSentinel, Server as Store, loopback_block,
+};
 use support::{Server, redis, run_to_end};
 use tonic::Code;
 
@@ -385,4 +388,132 @@ fn a_silent_redis_is_given_up_after_the_connect_timeout() {
         "exited {:?} after its start, with a connect timeout of {timeout:?}",
         ended.took
     );
+}
+
+/// `count` IDs from `server` in batches of 1,000, waiting (503, at most
+/// 30 s) while its lease is being claimed.
+async fn issued(server: &Server, count: usize) -> Vec<u64> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut ids = Vec::with_capacity(count);
+    while ids.len() < count {
+        let reply = server.get("/v1/ids?count=1000");
+        match reply.status {
+            200 => ids.extend(
+                reply.json()["ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|id| id.as_str().unwrap().parse::<u64>().unwrap()),
+            ),
+            503 => {
+                assert!(Instant::now() < deadline, "no IDs within 30 s: {reply:?}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("{other}: {reply:?}"),
+        }
+    }
+    ids
+}
+
+/// The node ids of Twitter-layout IDs.
+fn node_ids(ids: &[u64]) -> std::collections::BTreeSet<u64> {
+    let layout = flakeid::Layout::twitter();
+    ids.iter()
+        .map(|&id| layout.decode(flakeid::Id::from_u64(id)).unwrap().node_id())
+        .collect()
+}
+
+/// Two servers leasing from one SQL store (`node_source` by the URL's
+/// scheme), in a table of their own that the first claim creates: each
+/// issues under a node id of its own, every ID unique; `rows` counts the
+/// table's rows (the table exists). SIGTERM releases and exits 0; a
+/// server that may not create a missing table exits 1 naming it.
+async fn servers_on_one_sql_store(
+    url: &str,
+    store: &str,
+    rows: impl Fn() -> Result<String, String>,
+) {
+    let args = [
+        "--lease-url",
+        url,
+        "--lease-table",
+        "server_leases",
+        "--lease-ttl",
+        "2s",
+        "--lease-connect-timeout",
+        "10s",
+    ];
+    let mut a = Server::start(&args, &[]);
+    let b = Server::start(&args, &[]);
+    let described = format!("{store} lease at {url}, table server_leases, prefix flakeid/default");
+    assert!(
+        a.stderr().contains(&described),
+        "{described} in:\n{}",
+        a.stderr()
+    );
+
+    let (ids_a, ids_b) = (issued(&a, 20_000).await, issued(&b, 20_000).await);
+    let (node_a, node_b) = (node_ids(&ids_a), node_ids(&ids_b));
+    assert_eq!(
+        (node_a.len(), node_b.len()),
+        (1, 1),
+        "{node_a:?} {node_b:?}"
+    );
+    assert_ne!(node_a, node_b, "two servers on one node id");
+    assert!(ids_a.windows(2).all(|w| w[0] < w[1]));
+    assert!(ids_b.windows(2).all(|w| w[0] < w[1]));
+    let all: std::collections::BTreeSet<u64> = ids_a.iter().chain(&ids_b).copied().collect();
+    assert_eq!(all.len(), ids_a.len() + ids_b.len(), "an ID issued twice");
+    let count: u64 = rows()
+        .unwrap_or_else(|e| panic!("the table server_leases: {e}"))
+        .parse()
+        .unwrap();
+    assert!(count >= 2, "{count} rows for two held node ids");
+
+    a.terminate();
+    let status = a.wait(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "stderr:\n{}", a.stderr());
+    assert!(a.stderr().contains("leases released"), "{}", a.stderr());
+    // b is not disturbed.
+    assert_eq!(node_ids(&issued(&b, 1000).await), node_b);
+
+    // A table that is not there, and may not be created: exit 1, naming it.
+    let ended = run_to_end(
+        &[
+            "--lease-url",
+            url,
+            "--lease-table",
+            "no_such_leases",
+            "--lease-create-table",
+            "false",
+            "--lease-connect-timeout",
+            "10s",
+            "--http-addr",
+            "127.0.0.1:0",
+            "--grpc-addr",
+            "127.0.0.1:0",
+        ],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(ended.status.code(), Some(1), "{}", ended.stderr);
+    assert!(ended.stderr.contains("no_such_leases"), "{}", ended.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_leasing_from_one_postgres_table_issue_apart() {
+    let db = Postgres::start();
+    servers_on_one_sql_store(&db.url(), "PostgreSQL", || {
+        db.sql("SELECT count(*) FROM server_leases")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_leasing_from_one_mariadb_table_issue_apart() {
+    let db = Mariadb::start();
+    servers_on_one_sql_store(&db.url(), "MySQL", || {
+        db.sql("SELECT count(*) FROM server_leases")
+    })
+    .await;
 }

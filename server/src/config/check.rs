@@ -13,7 +13,7 @@ use crate::quote::quote;
 
 use super::defaults::{MAX_CHUNK_SIZE, MAX_COUNT_LIMIT, MAX_WORKERS};
 use super::layers::{Origins, is_node_key};
-use super::{Config, ConfigError, GeneratorConfig, LeaseTerms, NodeSource};
+use super::{Config, ConfigError, GeneratorConfig, NodeSource};
 
 /// Records errors with the origin of their key.
 struct Checker<'a> {
@@ -202,9 +202,10 @@ fn generator(name: &str, g: &mut GeneratorConfig, node_failed: bool, c: &mut Che
         c.fail(
             &key("node_source"),
             "no node id source: set node_id or node_fields (static), node_env (a variable), \
-             node_source = \"statefulset\", a lease (lease_url for Redis, lease_sentinels and \
-             lease_master for Redis behind Sentinel, lease_endpoints for etcd), or \
-             node_source = \"single\" if this is the only generator of its layout anywhere",
+             node_source = \"statefulset\", a lease (lease_url for Redis, PostgreSQL \
+             (postgres://) or MySQL (mysql://), lease_sentinels and lease_master for Redis \
+             behind Sentinel, lease_endpoints for etcd), or node_source = \"single\" if this \
+             is the only generator of its layout anywhere",
         );
         return;
     };
@@ -259,7 +260,11 @@ fn generator(name: &str, g: &mut GeneratorConfig, node_failed: bool, c: &mut Che
             .map_err(|e| c.fail(&key("node_source"), e.to_string()))
             .ok(),
         NodeSource::Single {} => Some(0),
-        NodeSource::Etcd { .. } | NodeSource::Redis { .. } | NodeSource::Sentinel { .. } => {
+        NodeSource::Etcd { .. }
+        | NodeSource::Redis { .. }
+        | NodeSource::Sentinel { .. }
+        | NodeSource::Postgres { .. }
+        | NodeSource::Mysql { .. } => {
             lease(name, node, layout, c);
             None
         }
@@ -299,38 +304,72 @@ fn node_fields(
         .map_err(|e| e.to_string())
 }
 
-/// Sets a lease term back to its default; whether it was set.
-type Reset = fn(&mut LeaseTerms) -> bool;
+/// Sets a lease setting back to its default; whether it was set.
+type Reset = fn(&mut NodeSource) -> bool;
+
+/// What is wrong with a lease's `lease_url` for its source, if the scheme
+/// tells (the store's client reads the rest).
+fn url_error(node: &NodeSource) -> Option<String> {
+    let (url, schemes, what): (&str, &[&str], &str) = match node {
+        NodeSource::Redis { lease_url, .. } => (
+            lease_url,
+            &["redis://", "rediss://"],
+            "a redis:// URL (for PostgreSQL or MySQL, a postgres:// or mysql:// URL, or \
+             node_source = \"postgres\" with key=value settings)",
+        ),
+        // The key=value form: `host=db user=ids dbname=app`.
+        NodeSource::Postgres { lease_url, .. }
+            if lease_url.contains('=') && !lease_url.contains("://") =>
+        {
+            return None;
+        }
+        NodeSource::Postgres { lease_url, .. } => (
+            lease_url,
+            &["postgres://", "postgresql://"],
+            "a postgres:// URL nor key=value settings (host=... user=... dbname=...)",
+        ),
+        NodeSource::Mysql { lease_url, .. } => (lease_url, &["mysql://"], "a mysql:// URL"),
+        _ => return None,
+    };
+    let lower = url.trim_start().to_ascii_lowercase();
+    (!schemes.iter().any(|s| lower.starts_with(s)))
+        .then(|| format!("{} is not {what}", quote(&super::mask_password(url))))
+}
 
 /// A lease's store keys, and its terms as the library checks them (before
 /// it would contact the store); a term at fault is the one whose default
 /// passes.
 fn lease(name: &str, node: &NodeSource, layout: &Layout, c: &mut Checker<'_>) {
     let key = |k: &str| format!("generators.{name}.{k}");
-    if let NodeSource::Redis { lease_url, .. } = node
-        && !lease_url.starts_with("redis://")
-        && !lease_url.starts_with("rediss://")
-    {
-        let url = super::mask_password(lease_url);
-        return c.fail(
-            &key("lease_url"),
-            format!("{} is not a redis:// URL", quote(&url)),
-        );
+    if let Some(message) = url_error(node) {
+        return c.fail(&key("lease_url"), message);
     }
     let check = |node: &NodeSource| node.lease(name).map(|l| l.check(layout));
     let Some(Err(error)) = check(node) else {
         return;
     };
-    let defaults: [(&str, Reset); 3] = [
-        ("lease_margin", |t| t.lease_margin.take().is_some()),
-        ("lease_node_ids", |t| t.lease_node_ids.take().is_some()),
-        ("lease_prefix", |t| t.lease_prefix.take().is_some()),
+    let defaults: [(&str, Reset); 4] = [
+        ("lease_table", |n| {
+            n.table_mut().is_some_and(|t| t.take().is_some())
+        }),
+        ("lease_margin", |n| {
+            n.terms_mut()
+                .is_some_and(|t| t.lease_margin.take().is_some())
+        }),
+        ("lease_node_ids", |n| {
+            n.terms_mut()
+                .is_some_and(|t| t.lease_node_ids.take().is_some())
+        }),
+        ("lease_prefix", |n| {
+            n.terms_mut()
+                .is_some_and(|t| t.lease_prefix.take().is_some())
+        }),
     ];
     let at_fault = defaults
         .into_iter()
         .find(|(_, reset)| {
             let mut other = node.clone();
-            other.terms_mut().is_some_and(reset) && matches!(check(&other), Some(Ok(())))
+            reset(&mut other) && matches!(check(&other), Some(Ok(())))
         })
         .map_or("lease_ttl", |(key, _)| key);
     let message = match error {

@@ -110,7 +110,7 @@ struct GeneratorKeys {
     #[arg(long, value_name = "SPEC", default_value = LAYOUT)]
     layout: String,
     /// Where the node id comes from: static, env, statefulset, etcd, redis,
-    /// sentinel or single [default: from the keys set]
+    /// sentinel, postgres, mysql or single [default: from the keys set]
     #[arg(long, value_name = "SOURCE")]
     node_source: Option<String>,
     /// Static node id (all node fields as one number)
@@ -126,7 +126,10 @@ struct GeneratorKeys {
     /// or comma-separated)
     #[arg(long, value_name = "URL")]
     lease_endpoints: Vec<String>,
-    /// Redis to lease the node id from, redis://[:password@]host:port/[db]
+    /// Redis, PostgreSQL or MySQL to lease the node id from:
+    /// redis://[:password@]host:port/[db],
+    /// postgres://user:password@host:port/db (or node_source = postgres
+    /// with key=value settings), mysql://user:password@host:port/db
     #[arg(long, value_name = "URL")]
     lease_url: Option<String>,
     /// Redis Sentinels to find the primary through, host:port or
@@ -137,6 +140,14 @@ struct GeneratorKeys {
     /// redis://[:password@]name/[db] with the data nodes' password
     #[arg(long, value_name = "NAME")]
     lease_master: Option<String>,
+    /// PostgreSQL and MySQL: the table of the leases [default:
+    /// flakeid_leases]
+    #[arg(long, value_name = "NAME")]
+    lease_table: Option<String>,
+    /// PostgreSQL and MySQL: whether the first claim creates the table if
+    /// it is missing (true or false) [default: true]
+    #[arg(long, value_name = "BOOL")]
+    lease_create_table: Option<String>,
     /// Key prefix of the leases in the store [default: flakeid/<generator>]
     #[arg(long, value_name = "PREFIX")]
     lease_prefix: Option<String>,

@@ -154,8 +154,9 @@ pub(super) fn merge(
             layers.error(
                 dotted,
                 origin,
-                "goes with a lease: set lease_url (Redis), lease_endpoints (etcd), or \
-                 lease_sentinels and lease_master (Redis behind Sentinel)",
+                "goes with a lease: set lease_url (Redis, PostgreSQL or MySQL), \
+                 lease_endpoints (etcd), or lease_sentinels and lease_master (Redis behind \
+                 Sentinel)",
             );
         }
     }
@@ -206,6 +207,20 @@ impl Layers {
     }
 }
 
+/// The source a `lease_url` names by its scheme, when `node_source` does
+/// not say.
+fn url_source(url: &str) -> &'static str {
+    let scheme = url
+        .trim_start()
+        .split_once("://")
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("postgres" | "postgresql") => "postgres",
+        Some("mysql") => "mysql",
+        _ => "redis",
+    }
+}
+
 /// Whether a generator key belongs to its node source.
 pub(super) fn is_node_key(key: &str) -> bool {
     key.starts_with("node_") || key.starts_with("lease_")
@@ -214,8 +229,10 @@ pub(super) fn is_node_key(key: &str) -> bool {
 /// Moves a generator's node keys (`node_source`, `node_*`, `lease_*`) into
 /// `node = { <source> = { ... } }`, the shape of [`NodeSource`], a lease's
 /// terms into `terms` within. The source is `node_source`, or the
-/// one the keys name; with neither (lease terms alone), the keys are taken
-/// out and returned, and the check reports the missing source.
+/// one the keys name (`lease_url` by its scheme: `postgres://` or
+/// `postgresql://` is PostgreSQL, `mysql://` MySQL, any other Redis); with
+/// neither (lease terms alone), the keys are taken out and returned, and
+/// the check reports the missing source.
 fn nest_node(generator: &mut Table) -> Vec<String> {
     let keys: Vec<String> = generator
         .keys()
@@ -243,7 +260,10 @@ fn nest_node(generator: &mut Table) -> Vec<String> {
             ("node_fields", "static"),
         ])
         .find(|(key, _)| node.contains_key(*key))
-        .map(|(_, source)| source.to_owned()),
+        .map(|(key, source)| match node.get(key) {
+            Some(Value::String(url)) if key == "lease_url" => url_source(url).to_owned(),
+            _ => source.to_owned(),
+        }),
     };
     if let Some(source) = source {
         if NodeSource::LEASES.contains(&source.as_str()) {

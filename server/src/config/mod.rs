@@ -321,7 +321,41 @@ pub enum NodeSource {
         #[serde(default)]
         terms: LeaseTerms,
     },
+    /// A lease on a PostgreSQL server.
+    Postgres {
+        /// `postgres://user:password@host:port/db`, or the `key=value` form.
+        lease_url: String,
+        /// The table of the leases; `flakeid_leases` if unset.
+        #[serde(default)]
+        lease_table: Option<String>,
+        /// Whether the first claim creates the table if it is missing; yes
+        /// if unset.
+        #[serde(default, with = "text::option")]
+        lease_create_table: Option<bool>,
+        /// The terms.
+        #[serde(default)]
+        terms: LeaseTerms,
+    },
+    /// A lease on a MySQL 8 or MariaDB 10.11 server.
+    Mysql {
+        /// `mysql://user:password@host:port/db`.
+        lease_url: String,
+        /// The table of the leases; `flakeid_leases` if unset.
+        #[serde(default)]
+        lease_table: Option<String>,
+        /// Whether the first claim creates the table if it is missing; yes
+        /// if unset.
+        #[serde(default, with = "text::option")]
+        lease_create_table: Option<bool>,
+        /// The terms.
+        #[serde(default)]
+        terms: LeaseTerms,
+    },
 }
+
+/// The table of a SQL store's leases when `lease_table` is unset (the
+/// library's default).
+pub const DEFAULT_LEASE_TABLE: &str = "flakeid_leases";
 
 /// A lease's terms, besides its store. In the file they sit beside the
 /// store's keys; the merge moves them into a `terms` table of the source.
@@ -358,7 +392,7 @@ impl LeaseTerms {
 
 impl NodeSource {
     /// The sources that lease their node id.
-    pub(crate) const LEASES: [&str; 3] = ["etcd", "redis", "sentinel"];
+    pub(crate) const LEASES: [&str; 5] = ["etcd", "redis", "sentinel", "postgres", "mysql"];
 
     /// The lease of a leasing source, on the terms configured (the server's
     /// defaults for what is not), for the generator `name`.
@@ -375,6 +409,32 @@ impl NodeSource {
                 terms,
             } => (
                 Lease::redis_sentinel(lease_sentinels.clone(), lease_master.clone()),
+                terms,
+            ),
+            NodeSource::Postgres {
+                lease_url,
+                lease_table,
+                lease_create_table,
+                terms,
+            } => (
+                sql_table(
+                    Lease::postgres(lease_url.clone()),
+                    lease_table,
+                    *lease_create_table,
+                ),
+                terms,
+            ),
+            NodeSource::Mysql {
+                lease_url,
+                lease_table,
+                lease_create_table,
+                terms,
+            } => (
+                sql_table(
+                    Lease::mysql(lease_url.clone()),
+                    lease_table,
+                    *lease_create_table,
+                ),
                 terms,
             ),
             _ => return None,
@@ -401,7 +461,9 @@ impl NodeSource {
         match self {
             NodeSource::Etcd { terms, .. }
             | NodeSource::Redis { terms, .. }
-            | NodeSource::Sentinel { terms, .. } => Some(terms),
+            | NodeSource::Sentinel { terms, .. }
+            | NodeSource::Postgres { terms, .. }
+            | NodeSource::Mysql { terms, .. } => Some(terms),
             _ => None,
         }
     }
@@ -410,7 +472,20 @@ impl NodeSource {
         match self {
             NodeSource::Etcd { terms, .. }
             | NodeSource::Redis { terms, .. }
-            | NodeSource::Sentinel { terms, .. } => Some(terms),
+            | NodeSource::Sentinel { terms, .. }
+            | NodeSource::Postgres { terms, .. }
+            | NodeSource::Mysql { terms, .. } => Some(terms),
+            _ => None,
+        }
+    }
+
+    /// The table of a SQL store's leases (`lease_table`), for PostgreSQL
+    /// and MySQL.
+    fn table_mut(&mut self) -> Option<&mut Option<String>> {
+        match self {
+            NodeSource::Postgres { lease_table, .. } | NodeSource::Mysql { lease_table, .. } => {
+                Some(lease_table)
+            }
             _ => None,
         }
     }
@@ -460,13 +535,44 @@ impl NodeSource {
                     sentinels.join(",")
                 )
             }
+            NodeSource::Postgres {
+                lease_url,
+                lease_table,
+                ..
+            } => format!(
+                "PostgreSQL lease at {}, table {}, prefix {prefix}",
+                mask_password(lease_url),
+                lease_table.as_deref().unwrap_or(DEFAULT_LEASE_TABLE)
+            ),
+            NodeSource::Mysql {
+                lease_url,
+                lease_table,
+                ..
+            } => format!(
+                "MySQL lease at {}, table {}, prefix {prefix}",
+                mask_password(lease_url),
+                lease_table.as_deref().unwrap_or(DEFAULT_LEASE_TABLE)
+            ),
         }
     }
 }
 
-/// `redis://:secret@host/` as `redis://:***@host/`.
+/// A SQL store's lease with its table settings, where set.
+fn sql_table(mut lease: Lease, table: &Option<String>, create: Option<bool>) -> Lease {
+    if let Some(table) = table {
+        lease = lease.table(table.clone());
+    }
+    if let Some(create) = create {
+        lease = lease.create_table(create);
+    }
+    lease
+}
+
+/// `redis://:secret@host/` as `redis://:***@host/`; a `password=secret`
+/// setting (PostgreSQL's `key=value` form, or a URL's query) as
+/// `password=***`.
 pub fn mask_password(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             match userinfo.split_once(':') {
@@ -475,7 +581,52 @@ pub fn mask_password(url: &str) -> String {
             }
         }
         _ => url.to_owned(),
+    };
+    mask_password_setting(&url)
+}
+
+/// Each `password=<value>` as `password=***`: the value ends at a space or
+/// `&`, or is quoted (`'...'`, with `\'` and `\\` escapes).
+fn mask_password_setting(text: &str) -> String {
+    const KEY: &str = "password";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find(KEY) {
+        let (before, from) = rest.split_at(found);
+        out.push_str(before);
+        let starts_key = before
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || c == '?' || c == '&');
+        let after = &from[KEY.len()..];
+        let value = after.trim_start();
+        let Some(value) = value.strip_prefix('=').filter(|_| starts_key) else {
+            out.push_str(KEY);
+            rest = after;
+            continue;
+        };
+        let value = value.trim_start();
+        let len = if let Some(quoted) = value.strip_prefix('\'') {
+            let mut escaped = false;
+            quoted
+                .char_indices()
+                .find(|&(_, c)| {
+                    let end = c == '\'' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    end
+                })
+                .map_or(value.len(), |(i, _)| i + 2)
+        } else {
+            value
+                .find(|c: char| c.is_whitespace() || c == '&')
+                .unwrap_or(value.len())
+        };
+        out.push_str(KEY);
+        out.push_str("=***");
+        rest = &value[len..];
     }
+    out.push_str(rest);
+    out
 }
 
 /// What the command line asks for.
@@ -839,6 +990,174 @@ mod tests {
             "redis://:***@h:6379/0"
         );
         assert_eq!(mask_password("redis://h:6379/"), "redis://h:6379/");
+        assert_eq!(
+            mask_password("postgres://ids:pw@db-0:5432,db-1:5432/app?sslmode=require"),
+            "postgres://ids:***@db-0:5432,db-1:5432/app?sslmode=require"
+        );
+        assert_eq!(
+            mask_password("host=db user=ids password=s3cret dbname=app"),
+            "host=db user=ids password=*** dbname=app"
+        );
+        assert_eq!(
+            mask_password("host=db password = 'a b\\' c' dbname=app"),
+            "host=db password=*** dbname=app"
+        );
+        assert_eq!(
+            mask_password("password='a \\' b' user=ids"),
+            "password=*** user=ids"
+        );
+        assert_eq!(
+            mask_password("postgres://db/app?user=ids&password=s3cret&sslmode=require"),
+            "postgres://db/app?user=ids&password=***&sslmode=require"
+        );
+        assert_eq!(
+            mask_password("host=db passwordless=1 mypassword=x"),
+            "host=db passwordless=1 mypassword=x"
+        );
+    }
+
+    #[test]
+    fn a_sql_lease_is_named_by_its_scheme_or_node_source() {
+        let source = |text: &str| {
+            from_toml(text, "test.toml").unwrap().generators["default"]
+                .node
+                .clone()
+                .unwrap()
+        };
+        for url in ["postgres://ids@db/app", "PostgreSQL://ids@db/app"] {
+            let node = source(&format!("lease_url = \"{url}\""));
+            assert!(matches!(node, NodeSource::Postgres { .. }), "{node:?}");
+        }
+        let node = source(
+            "lease_url = \"mysql://ids:pw@db:3306/app\"\nlease_table = \"ids\"\n\
+             lease_create_table = false\nlease_ttl = \"5s\"",
+        );
+        let NodeSource::Mysql {
+            lease_url,
+            lease_table,
+            lease_create_table,
+            terms,
+        } = &node
+        else {
+            panic!("{node:?}");
+        };
+        assert_eq!(
+            (
+                lease_url.as_str(),
+                lease_table.as_deref(),
+                *lease_create_table
+            ),
+            ("mysql://ids:pw@db:3306/app", Some("ids"), Some(false))
+        );
+        assert_eq!(terms.lease_ttl, Some(Duration::from_secs(5)));
+        assert_eq!(
+            node.describe("orders"),
+            "MySQL lease at mysql://ids:***@db:3306/app, table ids, prefix flakeid/orders"
+        );
+        // The key=value form needs node_source; the table has its default.
+        let node = source(
+            "node_source = \"postgres\"\nlease_url = \"host=db user=ids password=pw dbname=app\"",
+        );
+        assert_eq!(
+            node.describe("default"),
+            "PostgreSQL lease at host=db user=ids password=*** dbname=app, \
+             table flakeid_leases, prefix flakeid/default"
+        );
+        // Printed without the password, and read back as the same source.
+        let c = from_toml(
+            "lease_url = \"postgres://ids:s3cret@db/app\"\nlease_create_table = \"true\"",
+            "test.toml",
+        )
+        .unwrap();
+        let shown = c.to_string();
+        assert!(shown.contains("node_source = \"postgres\""), "{shown}");
+        assert!(shown.contains("lease_create_table = true"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        let again = from_toml(&shown, "printed.toml").unwrap();
+        assert!(matches!(
+            again.generators["default"].node,
+            Some(NodeSource::Postgres {
+                lease_create_table: Some(true),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn sql_lease_keys_are_checked_naming_each() {
+        let e = errors("lease_url = \"redis://h/\"\nlease_table = \"ids\"");
+        assert_eq!(
+            e,
+            [
+                "generators.default.lease_table: does not go with node_source = \"redis\" (from test.toml)"
+            ]
+        );
+        let e = errors("lease_url = \"postgres://h/app\"\nlease_create_table = \"maybe\"");
+        assert_eq!(
+            e,
+            [
+                "generators.default.lease_create_table: \"maybe\" is not true or false (from test.toml)"
+            ]
+        );
+        let e = errors("lease_url = \"host=db user=ids password=pw\"");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(
+                "generators.default.lease_url: \"host=db user=ids password=***\" is not a redis:// URL"
+            ) && e[0].contains("node_source = \"postgres\""),
+            "{e:?}"
+        );
+        let e = errors("node_source = \"mysql\"\nlease_url = \"postgres://ids:pw@h/app\"");
+        assert_eq!(
+            e,
+            [
+                "generators.default.lease_url: \"postgres://ids:***@h/app\" is not a mysql:// URL (from test.toml)"
+            ]
+        );
+        let e = errors("node_source = \"postgres\"\nlease_url = \"db.example.com\"");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("is not a postgres:// URL nor key=value"),
+            "{e:?}"
+        );
+        let e = errors("node_source = \"postgres\"\nlease_table = \"ids\"");
+        assert_eq!(
+            e,
+            ["generators.default.lease_url: node_source = \"postgres\" needs lease_url"]
+        );
+    }
+
+    /// Leases on one SQL store (one URL, one table, one prefix) never hold
+    /// one node id twice; another table or prefix is another store.
+    #[test]
+    fn sql_leases_collide_unless_on_one_url_table_and_prefix() {
+        let two = |b: &str| {
+            errors(&format!(
+                "default_generator = \"a\"\n[generators.a]\n\
+                 lease_url = \"postgres://ids@db/app\"\nlease_prefix = \"ids\"\n\
+                 [generators.b]\n{b}"
+            ))
+        };
+        let same = "lease_url = \"postgres://ids@db/app\"\nlease_prefix = \"ids\"";
+        assert_eq!(two(same), Vec::<String>::new());
+        // The default table named: still the same store.
+        assert_eq!(
+            two(&format!("{same}\nlease_table = \"flakeid_leases\"")),
+            Vec::<String>::new()
+        );
+        for other in [
+            format!("{same}\nlease_table = \"other\""),
+            "lease_url = \"postgres://ids@db/app\"\nlease_prefix = \"other\"".to_owned(),
+            "lease_url = \"postgres://ids@db-2/app\"\nlease_prefix = \"ids\"".to_owned(),
+            "lease_url = \"mysql://ids@db/app\"\nlease_prefix = \"ids\"".to_owned(),
+        ] {
+            let e = two(&other);
+            assert_eq!(e.len(), 1, "{other}: {e:?}");
+            assert!(
+                e[0].starts_with("generators.b: can issue the same IDs as generators.a"),
+                "{other}: {e:?}"
+            );
+        }
     }
 
     #[test]
@@ -846,7 +1165,7 @@ mod tests {
         let help = command().render_long_help().to_string();
         let e = errors("node_source = \"?\"");
         let sources: Vec<&str> = e[0].split('`').skip(3).step_by(2).collect();
-        assert_eq!(sources.len(), 7, "{e:?}");
+        assert_eq!(sources.len(), 9, "{e:?}");
         for source in sources {
             assert!(help.contains(source), "{source} in:\n{help}");
         }

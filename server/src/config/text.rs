@@ -111,6 +111,32 @@ fn narrow(n: u64) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("{n} is too large (at most {})", u32::MAX))
 }
 
+/// `true` or `false`: a TOML boolean, or its text.
+impl Text for bool {
+    fn from_text(text: &str) -> Result<bool, String> {
+        match text.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(format!("{} is not true or false", quote(text))),
+        }
+    }
+
+    fn from_toml(value: Value) -> Result<bool, String> {
+        match value {
+            Value::Boolean(b) => Ok(b),
+            Value::String(text) => bool::from_text(&text),
+            other => Err(format!(
+                "expected true or false, found {}",
+                other.type_str()
+            )),
+        }
+    }
+
+    fn to_toml(&self) -> Value {
+        Value::Boolean(*self)
+    }
+}
+
 /// `500ms`, `10s`, `2m`, `1h`, `1m30s`: humantime's grammar, which
 /// `flakeid bench --duration` reads too.
 impl Text for Duration {
@@ -332,6 +358,10 @@ mod tests {
             ]))
         );
         assert_eq!(RangeInclusive::from_text("3-9"), Ok(3..=9));
+        assert_eq!(bool::from_text("false"), Ok(false));
+        assert_eq!(bool::from_toml(Value::Boolean(true)), Ok(true));
+        assert!(bool::from_text("yes").is_err());
+        assert!(bool::from_toml(Value::Integer(1)).is_err());
         assert!(RangeInclusive::<u64>::from_text("9-3").is_err());
         assert_eq!(
             OnExhausted::from_text("borrow:5ms"),
