@@ -138,9 +138,21 @@ export interface RedisLeaseOptions extends LeaseOptions {
   waitForReplicas?: Integer
 }
 
+/** The settings of a lease on PostgreSQL or MySQL/MariaDB. */
+export interface SqlLeaseOptions extends LeaseOptions {
+  /** The table of the leases (default `flakeid_leases`). */
+  table?: string
+  /**
+   * Whether the first claim creates the table if it is missing (default
+   * true). With false, a missing table, one of another shape, or a user
+   * without the rights on it throws `LeaseError`, detail `table`.
+   */
+  createTable?: boolean
+}
+
 /**
- * A node id leased from etcd, Redis or Redis behind Sentinel, with
- * fencing: the generator issues only while its lease is proven valid, and
+ * A node id leased from etcd, Redis, Redis behind Sentinel, PostgreSQL or
+ * MySQL/MariaDB, with fencing: the generator issues only while its lease is proven valid, and
  * the next holder of a node id starts after the last ID of the one before.
  *
  * @example
@@ -155,7 +167,16 @@ export class Lease {
   static redis(url: string, options?: RedisLeaseOptions): Lease
   /** Leases node ids from the Redis primary the sentinels name for `master`. */
   static redisSentinel(sentinels: string[], master: string, options?: RedisLeaseOptions): Lease
-  readonly store: 'etcd' | 'redis' | 'redis_sentinel'
+  /**
+   * Leases node ids from the PostgreSQL server at `url`
+   * (`postgres://user:password@host:port/db`, `?sslmode=require` for TLS,
+   * several hosts with `target_session_attrs=read-write`; or the
+   * `key=value` form).
+   */
+  static postgres(url: string, options?: SqlLeaseOptions): Lease
+  /** Leases node ids from the MySQL 8 or MariaDB 10.11 server at `url` (`mysql://user:password@host:port/db`). */
+  static mysql(url: string, options?: SqlLeaseOptions): Lease
+  readonly store: 'etcd' | 'redis' | 'redis_sentinel' | 'postgres' | 'mysql'
 }
 
 /** The settings of restart safety. */
@@ -202,7 +223,7 @@ export interface GeneratorOptions {
   nodeIdFromHostname?: string
   /** Node id 0, on purpose: the only generator of its layout. */
   singleNode?: boolean
-  /** A node id leased from etcd or Redis. */
+  /** A node id leased from etcd, Redis, PostgreSQL or MySQL/MariaDB. */
   lease?: Lease
   /** A used-up tick: wait for the next (default), borrow ahead (with `maxAhead`), error, or move to the next clock id. */
   onExhausted?: 'wait' | 'borrow' | 'error' | 'next_clock'
@@ -389,7 +410,7 @@ export type ErrorCode =
 /**
  * The base of every error flakeid-rs throws. `code` is stable; `detail`
  * refines it for `lease` (`all_held`, `unreachable`, `bad_reply`,
- * `refused`, `marks_ahead`), `state` (`corrupt`, `locked`, ...), `layout`
+ * `refused`, `marks_ahead`, `table`), `state` (`corrupt`, `locked`, ...), `layout`
  * (`unknown_preset`, `bad_spec`, `invalid_layout`) and `node_id`
  * (`not_set`, `env_not_set`, `not_a_number`, `out_of_range`, ...) errors.
  */

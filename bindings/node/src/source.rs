@@ -9,15 +9,16 @@ use napi_derive::napi;
 use crate::args::{self, Options};
 use crate::errors::{OrRaise, raise};
 
-/// A node id leased from etcd, Redis or Redis behind Sentinel, with fencing.
+/// A node id leased from etcd, Redis, Redis behind Sentinel, PostgreSQL or
+/// MySQL/MariaDB, with fencing.
 #[napi]
 #[derive(Clone)]
 pub struct Lease {
     pub(crate) config: LeaseConfig,
 }
 
-/// The options every store takes; Redis's also take `waitForReplicas`.
-const LEASE_OPTIONS: [&str; 8] = [
+/// The options every store takes.
+const LEASE_OPTIONS: [&str; 7] = [
     "prefix",
     "ttl",
     "safetyMargin",
@@ -25,15 +26,22 @@ const LEASE_OPTIONS: [&str; 8] = [
     "nodeIds",
     "rotateAfterRollback",
     "maxMarkAhead",
-    "waitForReplicas",
 ];
 
+/// Redis's options besides.
+const REDIS_OPTIONS: [&str; 1] = ["waitForReplicas"];
+
+/// PostgreSQL's and MySQL's options besides.
+const SQL_OPTIONS: [&str; 2] = ["table", "createTable"];
+
 fn lease(env: &Env, store: LeaseStore, options: Option<Unknown>) -> napi::Result<Lease> {
-    let known = match store {
-        LeaseStore::Etcd(_) => &LEASE_OPTIONS[..7],
-        _ => &LEASE_OPTIONS[..],
+    let own: &[&'static str] = match store {
+        LeaseStore::Redis(_) | LeaseStore::RedisSentinel { .. } => &REDIS_OPTIONS,
+        LeaseStore::Postgres(_) | LeaseStore::Mysql(_) => &SQL_OPTIONS,
+        _ => &[],
     };
-    let options = Options::read(env, options.as_ref(), "options", known)?;
+    let known: Vec<&'static str> = LEASE_OPTIONS.iter().chain(own).copied().collect();
+    let options = Options::read(env, options.as_ref(), "options", &known)?;
     let mut config = LeaseConfig::new(store);
     config.prefix = args::opt_string(env, options.get("prefix"), "prefix")?;
     config.ttl = args::opt_duration(env, options.get("ttl"), "ttl")?;
@@ -53,6 +61,11 @@ fn lease(env: &Env, store: LeaseStore, options: Option<Unknown>) -> napi::Result
         u32::MAX.into(),
     )?
     .map(|n| n as u32);
+    config.table = args::opt_string(env, options.get("table"), "table")?;
+    config.create_table = options
+        .get("createTable")
+        .map(|v| args::boolean(env, Some(v), "createTable"))
+        .transpose()?;
     if let Some(range) = options.get("nodeIds") {
         let pair = (range.get_type()? == ValueType::Object && range.is_array()?)
             // SAFETY: the value is an array (an object).
@@ -102,7 +115,23 @@ impl Lease {
         lease(&env, store, options)
     }
 
-    /// `etcd`, `redis` or `redis_sentinel`.
+    /// Leases node ids from the PostgreSQL server at `url`
+    /// (`postgres://user:password@host:port/db` or the `key=value` form).
+    #[napi(factory)]
+    pub fn postgres(env: Env, url: Unknown, options: Option<Unknown>) -> napi::Result<Lease> {
+        let store = LeaseStore::Postgres(args::string(&env, &url, "url")?);
+        lease(&env, store, options)
+    }
+
+    /// Leases node ids from the MySQL 8 or MariaDB 10.11 server at `url`
+    /// (`mysql://user:password@host:port/db`).
+    #[napi(factory)]
+    pub fn mysql(env: Env, url: Unknown, options: Option<Unknown>) -> napi::Result<Lease> {
+        let store = LeaseStore::Mysql(args::string(&env, &url, "url")?);
+        lease(&env, store, options)
+    }
+
+    /// `etcd`, `redis`, `redis_sentinel`, `postgres` or `mysql`.
     #[napi(getter)]
     pub fn store(&self) -> &'static str {
         self.config.store.name()

@@ -40,6 +40,9 @@ async function main(): Promise<void> {
     onExhausted: 'borrow',
     maxAhead: 50,
   })
+  const onSql: Lease = Lease.postgres('postgres://ids@db/app', { table: 'order_leases', createTable: false })
+  const store: string = Lease.mysql('mysql://ids@db/app', { ttl: 10_000 }).store
+  void [onSql, store]
   try {
     leased.nextId()
   } catch (e) {
@@ -69,6 +72,8 @@ async function main(): Promise<void> {
   const n: number = gen.nextId()
   // @ts-expect-error: Decoded has no public constructor
   new Decoded()
+  // @ts-expect-error: a SQL lease takes no waitForReplicas
+  Lease.postgres('postgres://ids@db/app', { waitForReplicas: 1 })
   void n
 }
 
