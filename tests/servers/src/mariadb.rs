@@ -68,7 +68,12 @@ impl Mariadb {
             // root@localhost, root@127.0.0.1 and root@::1 with no password
             // (the default would let root in by its Unix socket only).
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
-            .arg("--skip-name-resolve");
+            .arg("--skip-name-resolve")
+            // Its temporary tables in our directory: a bootstrapping
+            // server removes every temporary table it finds in its tmpdir,
+            // another install's in /tmp too.
+            .arg(format!("--tmpdir={}", server.dir.path().display()))
+            .env("TMPDIR", server.dir.path());
         if is_root() {
             // Not the `mysql` user: the scratch directory stays root's.
             command.arg("--user=root");
