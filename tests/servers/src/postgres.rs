@@ -841,6 +841,20 @@ mod tests {
 
         pair.proxy.freeze(true);
         sql(&pair.primary, "INSERT INTO t VALUES (2)");
+        // The primary sent it (into the proxy): the standby lacks it
+        // because of the freeze, not because it was promoted too soon.
+        let end = sql(&pair.primary, "SELECT pg_current_wal_lsn()");
+        let sent = format!("SELECT bool_and(sent_lsn >= '{end}') FROM pg_stat_replication");
+        let begun = Instant::now();
+        while sql(&pair.primary, &sent) != "t" {
+            assert!(
+                begun.elapsed() < CATCH_UP_WITHIN,
+                "the primary did not send its WAL up to {end}; log:\n{}",
+                pair.primary.log_tail()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(pair.proxy.held() > 0, "the proxy holds nothing back");
         pair.standby.promote();
         assert!(!pair.standby.is_in_recovery());
         assert_eq!(sql(&pair.standby, "SELECT v FROM t ORDER BY v"), "1");
