@@ -11,8 +11,8 @@
 //! so the failover test can lose writes on purpose; and a MariaDB server
 //! ([`Mariadb`], package `mariadb-server`) with real accounts for the
 //! MySQL/MariaDB lease tests. The database servers can be killed, paused
-//! (by their process ids) and restarted on the same data, and run SQL as
-//! their superuser through their own command-line clients.
+//! (every process of theirs stopped) and restarted on the same data, and
+//! run SQL as their superuser through their own command-line clients.
 //!
 //! Test support that every test crate shares lives here too: scratch
 //! directories ([`ScratchDir`]) and a seeded random number generator
@@ -25,10 +25,10 @@
 //! ([`Firewall`]).
 //!
 //! Nothing here knows flakeid: the scenarios that drive leases through these
-//! servers are in `tests/lease_support/`, the SQL ones in `tests/sql/`.
-//! A crate of its own (not a module included by path)
-//! so the tests and the examples use one copy the ordinary way; a
-//! dev-dependency only, so it is never published.
+//! servers are in `tests/lease_support/`, the SQL ones in `tests/sql/`. A
+//! crate of its own (not a module included by path) so the tests and the
+//! examples use one copy the ordinary way; a dev-dependency only, so it is
+//! never published.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
