@@ -14,6 +14,8 @@ import os
 import pickle
 from typing import Any, Dict, List, Tuple
 
+import pytest
+
 from flakeid_rs import ForkedError, Generator, Lease
 from forked import in_child
 
@@ -85,6 +87,45 @@ def test_os_fork_with_a_lease_claims_a_fresh_node_id(redis_url: str, prefix: str
     # parent still holds its node id, so a new generator gets another.
     assert gen.health().ready
     with Generator("twitter", lease=Lease.redis(redis_url, prefix=prefix)) as other:
+        assert other.node_id != parent_node
+    gen.close()
+
+
+@pytest.mark.parametrize("store", ["postgres", "mysql"])
+def test_os_fork_with_a_sql_lease_claims_a_fresh_node_id(
+    store: str, request: pytest.FixtureRequest, prefix: str
+) -> None:
+    """As on Redis, on PostgreSQL and MySQL: the child claims a node id of
+    its own over a connection of its own, while the parent keeps its node
+    id and its connection, which the child inherited but never uses."""
+    url = request.getfixturevalue(f"{store}_url")
+
+    def lease() -> Lease:
+        if store == "postgres":
+            return Lease.postgres(url, prefix=prefix)
+        return Lease.mysql(url, prefix=prefix)
+
+    gen = Generator("twitter", lease=lease())
+    parent_node = gen.node_id
+    first = gen.next_ids(1000)
+
+    def child() -> Tuple[int, List[int]]:
+        ids = gen.next_ids(10_000) + [gen.next_id() for _ in range(1000)]
+        node = gen.node_id
+        gen.close()  # releases the child's node id, never the parent's
+        return node, ids
+
+    _, (kind, result) = in_child(child)
+    assert kind == "ok", result
+    child_node, child_ids = result
+    parent_ids = first + gen.next_ids(10_000)
+    assert child_node != parent_node
+    assert node_of(gen, child_ids) == {child_node}
+    assert node_of(gen, parent_ids) == {parent_node}
+    assert len(set(child_ids) | set(parent_ids)) == len(child_ids) + len(parent_ids)
+    # The parent still holds its node id: a new generator gets another.
+    assert gen.health().ready
+    with Generator("twitter", lease=lease()) as other:
         assert other.node_id != parent_node
     gen.close()
 
