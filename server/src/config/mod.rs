@@ -1120,6 +1120,18 @@ mod tests {
             e[0].contains("is not a postgres:// URL nor key=value"),
             "{e:?}"
         );
+        // The library's rule for the name; the key blamed is the table's.
+        let long = "t".repeat(64);
+        let e = errors(&format!(
+            "lease_url = \"mysql://h/app\"\nlease_table = \"{long}\"\nlease_ttl = \"5s\""
+        ));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(&format!(
+                "generators.default.lease_table: table name \"{long}\""
+            )),
+            "{e:?}"
+        );
         let e = errors("node_source = \"postgres\"\nlease_table = \"ids\"");
         assert_eq!(
             e,
