@@ -229,8 +229,11 @@ async function startMariadb() {
   // accounts that log in through the socket as that system user.
   const admin = isRoot ? 'root' : os.userInfo().username
   try {
-    runToEnd([install, '--no-defaults', `--datadir=${data}`, '--skip-test-db',
-      '--skip-name-resolve', ...userArgs], { cwd: dir })
+    // Its temporary tables in its own directory: a bootstrapping server
+    // removes every temporary table in its tmpdir, another install's in
+    // /tmp too.
+    runToEnd([install, '--no-defaults', `--datadir=${data}`, `--tmpdir=${dir}`, '--skip-test-db',
+      '--skip-name-resolve', ...userArgs], { cwd: dir, env: { ...process.env, TMPDIR: dir } })
   } catch (e) {
     fs.rmSync(dir, { recursive: true, force: true })
     throw e
@@ -238,7 +241,7 @@ async function startMariadb() {
   const stop = await serve({
     name: 'mariadbd',
     argv: [server, '--no-defaults', `--datadir=${data}`, `--socket=${socket}`, `--port=${port}`,
-      '--bind-address=127.0.0.1', `--pid-file=${path.join(dir, 'mysqld.pid')}`,
+      '--bind-address=127.0.0.1', `--pid-file=${path.join(dir, 'mysqld.pid')}`, `--tmpdir=${dir}`,
       `--log-error=${log}`, '--skip-log-bin', '--skip-name-resolve',
       '--innodb-flush-log-at-trx-commit=0', ...userArgs],
     cwd: dir,

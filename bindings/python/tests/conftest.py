@@ -219,14 +219,19 @@ def mysql_url() -> Iterator[str]:
     admin = "root" if root else getpass.getuser()
     try:
         with open(log, "ab") as out:
+            # Its temporary tables in its own directory: a bootstrapping
+            # server removes every temporary table in its tmpdir, another
+            # install's in /tmp too.
             subprocess.run(
-                [install, "--no-defaults", f"--datadir={data}", "--skip-test-db",
-                 "--skip-name-resolve"] + user_args,
+                [install, "--no-defaults", f"--datadir={data}", f"--tmpdir={scratch}",
+                 "--skip-test-db", "--skip-name-resolve"] + user_args,
                 stdout=out, stderr=out, check=True, cwd=scratch,
+                env={**os.environ, "TMPDIR": scratch},
             )
             process = subprocess.Popen(
                 [server, "--no-defaults", f"--datadir={data}", f"--socket={sock}",
                  f"--port={port}", "--bind-address=127.0.0.1", f"--pid-file={pid_file}",
+                 f"--tmpdir={scratch}",
                  f"--log-error={log}", "--skip-log-bin", "--skip-name-resolve",
                  "--innodb-flush-log-at-trx-commit=0"] + user_args,
                 stdout=out, stderr=out, stdin=subprocess.DEVNULL, cwd=scratch,
