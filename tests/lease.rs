@@ -1,10 +1,17 @@
 //! Node-id leases against real servers, started on 127.0.0.1 by the tests
 //! themselves: the scenarios of `lease_support/` on etcd (Debian's
-//! `etcd-server`; feature `etcd`, module `etcd`) and on Redis
-//! (`redis-server`; feature `redis`, module `redis`). With one feature,
-//! the other store's half is left out.
+//! `etcd-server`; feature `etcd`, module `etcd`), on Redis
+//! (`redis-server`; feature `redis`, module `redis`), on PostgreSQL
+//! (`postgresql`; feature `postgres`, module `postgres`) and on MariaDB
+//! (`mariadb-server`; feature `mysql`, module `mysql`). A store whose
+//! feature is off is left out.
 
-#![cfg(any(feature = "etcd", feature = "redis"))]
+#![cfg(any(
+    feature = "etcd",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 
 mod lease_support;
 
@@ -202,4 +209,151 @@ mod redis {
             assert!(broke.contains("below its predecessor's last ID"), "{broke}");
         }
     }
+}
+
+/// The tests only the SQL stores have (`lease_support/sql.rs`), and their
+/// plants, for one SQL store.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+macro_rules! sql_scenarios {
+    ($kind:expr, $module:literal) => {
+        #[test]
+        fn sixty_four_claimers_in_one_process_race_for_sixteen_node_ids() {
+            let _serial = one_at_a_time();
+            lease_support::sql::racing_claimers(&Server::start($kind));
+        }
+
+        #[test]
+        fn hostile_table_names_and_prefixes_stay_data() {
+            let _serial = one_at_a_time();
+            lease_support::sql::hostile_names(&Server::start($kind));
+        }
+
+        #[test]
+        fn a_missing_or_misshapen_table_or_a_user_without_rights_is_named() {
+            let _serial = one_at_a_time();
+            lease_support::sql::bad_tables(&Server::start($kind));
+        }
+
+        #[test]
+        fn a_read_only_server_or_a_wrong_password_is_refused() {
+            let _serial = one_at_a_time();
+            lease_support::sql::refusals(&Server::start($kind));
+        }
+
+        #[test]
+        fn a_row_locked_by_another_session_fences_by_the_deadline_then_recovers() {
+            let _serial = one_at_a_time();
+            lease_support::sql::locked_row(&Server::start($kind));
+        }
+
+        #[test]
+        fn a_holder_whose_row_was_taken_is_fenced_at_its_next_renewal() {
+            let _serial = one_at_a_time();
+            assert_eq!(
+                lease_support::sql::taken_row_fences(&Server::start($kind), &honest),
+                Ok(())
+            );
+        }
+
+        #[test]
+        fn a_claimant_whose_clock_runs_ahead_takes_no_live_node_id() {
+            let _serial = one_at_a_time();
+            let child = concat!($module, "::clock_ahead_child");
+            assert_eq!(
+                lease_support::sql::clock_ahead(&Server::start($kind), child, None),
+                Ok(())
+            );
+        }
+
+        #[test]
+        #[ignore = "entry point of the child process of the clock-ahead test"]
+        fn clock_ahead_child() {
+            lease_support::sql::clock_ahead_child();
+        }
+
+        /// The scenarios above with a SQL store's bugs planted (`--cfg
+        /// flakeid_plant`): each must fail, naming what broke.
+        #[cfg(flakeid_plant)]
+        mod plants {
+            use crate::lease_support::{self, Server, one_at_a_time, planted};
+
+            #[test]
+            fn sql_expiry_by_claimant() {
+                let _serial = one_at_a_time();
+                let child = concat!($module, "::clock_ahead_child");
+                let server = Server::start($kind);
+                let caught =
+                    lease_support::sql::clock_ahead(&server, child, Some("sql-expiry-by-claimant"));
+                let Err(broke) = caught else {
+                    panic!("the planted bug went unnoticed");
+                };
+                assert!(
+                    broke.contains("took node id 0 from its live holder"),
+                    "{broke}"
+                );
+            }
+
+            #[test]
+            fn sql_renewal_unchecked() {
+                let _serial = one_at_a_time();
+                let server = Server::start($kind);
+                let tweak = planted("sql-renewal-unchecked");
+                let caught = lease_support::sql::taken_row_fences(&server, &tweak);
+                let Err(broke) = caught else {
+                    panic!("the planted bug went unnoticed");
+                };
+                assert!(broke.contains("kept issuing"), "{broke}");
+            }
+
+            #[test]
+            fn sql_claim_drops_mark() {
+                let _serial = one_at_a_time();
+                let server = Server::start($kind);
+                let tweak = planted("sql-claim-drops-mark");
+                let caught = lease_support::successor_starts_after_the_mark(&server, &tweak);
+                let Err(broke) = caught else {
+                    panic!("the planted bug went unnoticed");
+                };
+                assert!(broke.contains("below its predecessor's last ID"), "{broke}");
+            }
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    scenarios!(Kind::Postgres, "postgres");
+    sql_scenarios!(Kind::Postgres, "postgres");
+
+    /// (PostgreSQL only: a primary and a streaming standby.) The standby
+    /// promoted after writes were lost on purpose: the first claims on it
+    /// wait out the longest TTL in use, so no two generators issue under
+    /// one node id.
+    #[test]
+    fn a_promotion_that_lost_writes_makes_the_first_claims_wait() {
+        let _serial = one_at_a_time();
+        assert_eq!(lease_support::sql::promotion(&honest), Ok(()));
+    }
+
+    #[cfg(flakeid_plant)]
+    mod promotion_plants {
+        use crate::lease_support::{self, one_at_a_time, planted};
+
+        #[test]
+        fn epoch_wait_skipped_on_postgres() {
+            let _serial = one_at_a_time();
+            let tweak = planted("epoch-wait-skipped");
+            let caught = lease_support::sql::promotion(&tweak);
+            let Err(broke) = caught else {
+                panic!("the planted bug went unnoticed");
+            };
+            assert!(broke.contains("both issued under node id"), "{broke}");
+        }
+    }
+}
+
+#[cfg(feature = "mysql")]
+mod mysql {
+    scenarios!(Kind::Mysql, "mysql");
+    sql_scenarios!(Kind::Mysql, "mysql");
 }

@@ -1,5 +1,6 @@
-//! Node ids leased from etcd or Redis, with fencing (features `etcd`,
-//! `redis`): unique node ids for services whose processes come and go.
+//! Node ids leased from etcd, Redis, PostgreSQL or MySQL/MariaDB, with
+//! fencing (features `etcd`, `redis`, `postgres`, `mysql`): unique node ids
+//! for services whose processes come and go.
 //!
 //! # Where node ids come from
 //!
@@ -11,7 +12,7 @@
 //!
 //! | the service runs as | node id from | how |
 //! |---|---|---|
-//! | a Deployment, or anything whose pods come and go | a **lease** on etcd or Redis | `Builder::lease(Lease::etcd(..))` (features `etcd`, `redis`; this module) |
+//! | a Deployment, or anything whose pods come and go | a **lease** on etcd, Redis, or the database the service already has (PostgreSQL, MySQL) | `Builder::lease(Lease::etcd(..))` (features `etcd`, `redis`, `postgres`, `mysql`; this module) |
 //! | a StatefulSet | the pod's **ordinal** (`orders-3` is node 3) | `node_id::from_statefulset(&layout)?` |
 //! | anything that assigns ids itself | an **environment variable** | `node_id::from_env("FLAKEID_NODE_ID", &layout)?` |
 //!
@@ -326,6 +327,138 @@
 //! [`Lease::redis`] (one server) keeps neither rule unless asked
 //! ([`wait_for_replicas`](Lease::wait_for_replicas)); it does not follow a
 //! failover.
+//!
+//! ## PostgreSQL and MySQL
+//!
+//! [`Lease::postgres`] and [`Lease::mysql`] (MySQL 8, MariaDB 10.11) keep
+//! the lease in a table of the database the service already has, with the
+//! same rules as etcd and Redis: a deadline counted from the send, a fence
+//! that closes without the database, marks carried to the next holder, and
+//! the epoch rule after a failover.
+//!
+//! **The table** (`flakeid_leases`, or [`Lease::table`]) has one row per
+//! (prefix, node id); rows are never deleted:
+//!
+//! | column | type (PostgreSQL / MySQL) | what |
+//! |---|---|---|
+//! | `prefix` | `text` / `VARCHAR(255)` (binary collation) | the lease's prefix |
+//! | `node` | `bigint` | the node id (-1: the table's epoch row, under prefix `''`) |
+//! | `token` | `text` / `VARCHAR(255)`, `NULL` when free | the holder's token |
+//! | `expires` | `timestamptz` / `DATETIME(6)` in UTC | the expiry, by the **database's** clock |
+//! | `ttl_ms` | `bigint` | the TTL of the last claim or renewal |
+//! | `mark_ms` | `bigint` | the mark (never lowered while held) |
+//!
+//! - **Claim**: the epoch check, a listing of the prefix's rows in the
+//!   range, and one conditional statement that takes the lowest free usable
+//!   node id: an `INSERT` that does nothing if the row exists, or an
+//!   `UPDATE` of a free row (no token, or expired by the database's
+//!   `now()`) whose mark is still the one listed, raising it to the
+//!   ceiling. Two claimers racing for one node id are decided by its row:
+//!   one changes it, the other changes nothing and lists again. Three
+//!   statements and a fourth per lost race; no lock is held across a round
+//!   trip, so a paused client blocks nobody.
+//! - **Renew**: one `UPDATE` of the row that holds this holder's token:
+//!   expiry to `now()` plus the TTL, mark raised, never lowered. A row
+//!   another holder took is not updated, and the fence closes at once.
+//! - **Release**: the token cleared and the mark set to the exact last time
+//!   issued, if the row is still this holder's.
+//!
+//! Every statement is autocommitted; a PostgreSQL session commits durably
+//! (`synchronous_commit = on`, whatever the server's default), and has
+//! statement, lock and idle-in-transaction timeouts of the connect timeout.
+//! Run MySQL with `innodb_flush_log_at_trx_commit = 1` (its default). The
+//! table name reaches SQL quoted as one identifier, the prefix and every
+//! value as bound parameters.
+//!
+//! **Creating the table.** By default the lease creates the table on first
+//! use (`CREATE TABLE IF NOT EXISTS`, and the epoch row) and checks its
+//! columns, key and the user's rights at every connection: a table that is
+//! missing, of another shape, or without a right is
+//! [`LeaseError::Table`], naming the table and what is wrong; nothing is
+//! issued and nothing in it is written. Where the application's user may not
+//! run DDL, an administrator runs [`Lease::table_sql`] once (on the primary)
+//! and grants the three rights; the lease is then built with
+//! [`create_table(false)`](Lease::create_table). On PostgreSQL:
+//!
+//! ```sql
+//! BEGIN;
+//! SELECT pg_advisory_xact_lock(hashtext('flakeid lease table'));
+//! CREATE TABLE IF NOT EXISTS "flakeid_leases" (
+//!     prefix  text        NOT NULL,
+//!     node    bigint      NOT NULL,
+//!     token   text,
+//!     expires timestamptz NOT NULL,
+//!     ttl_ms  bigint      NOT NULL,
+//!     mark_ms bigint      NOT NULL,
+//!     PRIMARY KEY (prefix, node)
+//! );
+//! INSERT INTO "flakeid_leases" (prefix, node, token, expires, ttl_ms, mark_ms)
+//!     VALUES ('', -1, ((SELECT system_identifier::text FROM pg_control_system()) || '/' ||
+//!                     substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)),
+//!             'epoch', 0, 0) ON CONFLICT DO NOTHING;
+//! COMMIT;
+//! GRANT SELECT, INSERT, UPDATE ON "flakeid_leases" TO app;
+//! ```
+//!
+//! On MySQL:
+//!
+//! ```sql
+//! CREATE TABLE IF NOT EXISTS `flakeid_leases` (
+//!     prefix  VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+//!     node    BIGINT       NOT NULL,
+//!     token   VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+//!     expires DATETIME(6)  NOT NULL,
+//!     ttl_ms  BIGINT       NOT NULL,
+//!     mark_ms BIGINT       NOT NULL,
+//!     PRIMARY KEY (prefix, node)
+//! ) ENGINE = InnoDB;
+//! INSERT IGNORE INTO `flakeid_leases` (prefix, node, token, expires, ttl_ms, mark_ms)
+//!     VALUES ('', -1, CONCAT(@@server_id, '/', @@hostname, ':', @@port),
+//!             '1970-01-01 00:00:00', 0, 0);
+//! GRANT SELECT, INSERT, UPDATE ON flakeid_leases TO 'app'@'%';
+//! ```
+//!
+//! **Failover: the epoch rule.** With asynchronous replication a promoted
+//! standby may lack claims, renewals and marks the old primary
+//! acknowledged. The epoch row records the identity of the server that
+//! serves the data (PostgreSQL: its system identifier and timeline, which a
+//! promotion changes; MySQL: its `server_id`, host name and port). A claim
+//! on a server new to the data starts a new epoch, and every claim in its
+//! first stretch (the longest TTL of any row in the table, or the
+//! claimer's if longer) waits until that stretch is over before its
+//! generator issues ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)):
+//! by then every lease the old primary acknowledged has ended, lost or
+//! not. The cost: after a failover, generators that had to claim anew
+//! (their rows lost, or their process restarted) wait up to one TTL; those
+//! whose rows survived renew on the new primary without a pause. A standby
+//! given as the URL, or a read-only session, is refused
+//! ([`LeaseError::Refused`]); a PostgreSQL URL may list every host with
+//! `target_session_attrs=read-write` to follow a promotion.
+//!
+//! What it assumes: **the old primary accepts no writes once the new one
+//! is promoted** (it crashed, or the failover manager stopped or demoted
+//! it first, as Patroni and pg_auto_failover do). A deposed primary that
+//! keeps accepting writes from some clients (a split brain) would keep
+//! their fences open while the new primary hands their node ids to others,
+//! as it would keep any other data of theirs apart. Synchronous replication
+//! (`synchronous_standby_names`, with `synchronous_commit` at `on` or
+//! `remote_apply`) closes that hole too: a deposed primary then commits
+//! nothing without its standby, so its holders' renewals fail and they
+//! fence; the cost is a round trip to the standby on every claim and
+//! renewal, and a primary whose standby is down acknowledges nothing (its
+//! generators fence). The lease does not require it. Tested on a real
+//! primary and streaming standby, with the replication cut so the standby
+//! lost the claim, the primary killed and the standby promoted
+//! (`tests/lease_support/sql.rs`).
+//!
+//! ## What each store promises and assumes
+//!
+//! | store | a claim is unique because | expiry by | survives the store's crash if | failover |
+//! |---|---|---|---|---|
+//! | etcd | a transaction comparing the node key's absence and the mark's revision | the leader's monotonic clock | always (Raft, fsync) | built in (Raft); no acknowledged write is lost |
+//! | Redis | a Lua script (`SET NX PX`) | the server's wall clock | `appendonly yes`, `appendfsync always` | Sentinel: `WAIT` for replicas, and the epoch rule |
+//! | PostgreSQL | a conditional `INSERT`/`UPDATE` of the node id's row | the server's `now()` | always (`synchronous_commit = on` per session) | the epoch rule (timeline); the old primary must be stopped, or replication synchronous |
+//! | MySQL, MariaDB | a conditional `INSERT IGNORE`/`UPDATE` of the row | the server's `UTC_TIMESTAMP(6)` | `innodb_flush_log_at_trx_commit = 1` | the epoch rule (`server_id`); the old primary must be stopped |
 //!
 //! # Threads and blocking
 //!
@@ -721,6 +854,41 @@ impl Lease {
             None => self.misapplied = Some("create_table"),
         }
         self
+    }
+
+    /// The SQL that creates this lease's table and its epoch row, for a
+    /// PostgreSQL or MySQL lease (`None` for the others): what a database
+    /// administrator runs once when the application's user may not run DDL
+    /// (then grant that user `SELECT, INSERT, UPDATE` on the table, and set
+    /// [`create_table(false)`](Lease::create_table)). Run it on the primary
+    /// the lease will use: the epoch row records that server's identity.
+    ///
+    /// ```
+    /// use flakeid::Lease;
+    /// # #[cfg(feature = "postgres")]
+    /// # {
+    /// let sql = Lease::postgres("postgres://app@db/orders").table_sql().unwrap();
+    /// assert!(sql.contains("CREATE TABLE IF NOT EXISTS \"flakeid_leases\""));
+    /// # }
+    /// # #[cfg(feature = "mysql")]
+    /// # {
+    /// let sql = Lease::mysql("mysql://app@db/orders").table("ids").table_sql().unwrap();
+    /// assert!(sql.contains("CREATE TABLE IF NOT EXISTS `ids`"));
+    /// # }
+    /// ```
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "mysql"))))]
+    pub fn table_sql(&self) -> Option<String> {
+        match &self.store {
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(config) => Some(sql::postgres::create_sql(&config.table)),
+            #[cfg(feature = "mysql")]
+            StoreConfig::Mysql(config) => {
+                Some(sql::mysql::create_sql(&config.table).join(";\n") + ";")
+            }
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
     }
 
     /// The SQL store's configuration, if this is a SQL lease.

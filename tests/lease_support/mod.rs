@@ -12,6 +12,11 @@
 //! - `late.rs`: renewals answered late (Redis for the deadline's), and
 //!   (etcd) a renewal's copy applied after a newer renewal.
 //! - `plant.rs`: bugs planted in the lease (the plant build).
+//! - `servers.rs`: the servers, one type for the four stores.
+//! - `sql.rs`: what only the PostgreSQL and MySQL stores face: claimers
+//!   racing in one process, hostile names, tables missing or of another
+//!   shape, users without rights, read-only servers, locked rows, the
+//!   claimant's clock ahead.
 
 mod churn;
 mod claims;
@@ -21,6 +26,9 @@ mod outage;
 #[cfg(flakeid_plant)]
 mod plant;
 mod race;
+mod servers;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql;
 mod store;
 
 use std::collections::{HashMap, HashSet};
@@ -36,7 +44,8 @@ use flakeid::{
     BuildError, Clock, Event, GenerateError, Generator, Health, Id, Layout, Lease, LeaseError,
     ManualClock, Persist,
 };
-pub use flakeid_test_servers::{Impostor, Kind, Proxy, Server, free_port, unique_prefix, url_at};
+pub use flakeid_test_servers::{Impostor, Proxy, free_port, unique_prefix};
+pub use servers::{Kind, Server, url_at};
 
 pub use churn::churn;
 pub use claims::{
@@ -81,6 +90,10 @@ pub fn lease_at(kind: Kind, addr: SocketAddr, prefix: &str) -> Lease {
         Kind::Etcd => Lease::etcd([url_at(kind, addr)]),
         #[cfg(feature = "redis")]
         Kind::Redis => Lease::redis(url_at(kind, addr)),
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => Lease::postgres(url_at(kind, addr)),
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => Lease::mysql(url_at(kind, addr)),
         #[allow(unreachable_patterns)]
         other => panic!("{other:?} is not built in"),
     };

@@ -115,9 +115,9 @@ pub fn killed_then_restarted(server: &mut Server) {
         let _ = deadline.set(killed + TTL - MARGIN + Duration::from_millis(5));
         // Restart once every generator has made a call after its deadline
         // (waited for, not timed).
-        while !fenced_late.iter().all(|f| f.load(Ordering::Relaxed)) {
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(Duration::from_secs(60), "every generator fenced", || {
+            fenced_late.iter().all(|f| f.load(Ordering::Relaxed))
+        });
         // A readiness probe sees each generator fenced; when it says the
         // fence closed is checked below, against the calls' answers.
         for (g, probe) in generators.iter().zip(&mut probes) {
@@ -317,15 +317,17 @@ pub fn frozen_store(server: &Server) {
         proxy.freeze(true);
         // Thaw once every generator has made a call after its deadline
         // (waited for, not timed).
-        while !fenced_late.iter().all(|f| f.load(Ordering::Relaxed)) {
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(Duration::from_secs(60), "every generator fenced", || {
+            fenced_late.iter().all(|f| f.load(Ordering::Relaxed))
+        });
         let thawed = Instant::now();
         proxy.freeze(false);
         // Wait until every generator issues again.
-        while generators.iter().any(|g| g.try_next_id().is_err()) {
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(
+            Duration::from_secs(60),
+            "every generator issuing again",
+            || generators.iter().all(|g| g.try_next_id().is_ok()),
+        );
         stop.store(true, Ordering::Relaxed);
         let seen: Vec<Seen> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         (frozen, thawed, seen)

@@ -25,6 +25,7 @@ impl LeaseStore for Server {
         match self.kind {
             Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/marks/{node}")),
             Kind::Redis => redis_get(&self.url(), &format!("{prefix}:mark:{node}")),
+            Kind::Postgres | Kind::Mysql => self.column(prefix, node, "mark_ms"),
         }
     }
 
@@ -32,6 +33,9 @@ impl LeaseStore for Server {
         match self.kind {
             Kind::Etcd => etcd_get(&self.url(), &format!("{prefix}/nodes/{node}")),
             Kind::Redis => redis_get(&self.url(), &format!("{prefix}:node:{node}")),
+            // A row with its token cleared (released) has no holder; one
+            // whose expiry passed still names it until the next claim.
+            Kind::Postgres | Kind::Mysql => self.column(prefix, node, "token"),
         }
     }
 
@@ -39,7 +43,59 @@ impl LeaseStore for Server {
         match self.kind {
             Kind::Etcd => etcd_put(&self.url(), &format!("{prefix}/marks/{node}"), value),
             Kind::Redis => redis_set(&self.url(), &format!("{prefix}:mark:{node}"), value),
+            Kind::Postgres | Kind::Mysql => {
+                // BIGINT: what does not fit is written as the largest value.
+                let mark = value
+                    .parse::<i64>()
+                    .or_else(|_| value.parse::<u64>().map(|_| i64::MAX))
+                    .unwrap_or_else(|_| panic!("{value:?} is no mark a SQL table can hold"));
+                // The table, made by a lease as a user's first one would.
+                drop(build(self.lease("table-setup")).expect("a lease makes its table"));
+                let table = table_of(self.kind);
+                let upsert = match self.kind {
+                    Kind::Mysql => "ON DUPLICATE KEY UPDATE mark_ms = VALUES(mark_ms)",
+                    _ => "ON CONFLICT (prefix, node) DO UPDATE SET mark_ms = EXCLUDED.mark_ms",
+                };
+                self.sql(&format!(
+                    "INSERT INTO {table} (prefix, node, token, expires, ttl_ms, mark_ms) \
+                     VALUES ('{prefix}', {node}, NULL, {now}, 0, {mark}) {upsert}",
+                    now = now_of(self.kind)
+                ));
+            }
         }
+    }
+}
+
+/// The default table, as SQL names it on `kind`.
+fn table_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mysql => "`flakeid_leases`",
+        _ => "\"flakeid_leases\"",
+    }
+}
+
+fn now_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mysql => "UTC_TIMESTAMP(6)",
+        _ => "now()",
+    }
+}
+
+impl Server {
+    /// One column of a row of the default table (prefixes in tests are
+    /// plain: letters, digits and dashes); `None` for no row or NULL.
+    fn column(&self, prefix: &str, node: u64, column: &str) -> Option<String> {
+        let table = table_of(self.kind);
+        let text = match self.kind {
+            Kind::Mysql => "CHAR",
+            _ => "TEXT",
+        };
+        let out = self.sql(&format!(
+            "SELECT COALESCE(CAST({column} AS {text}), 'NULL') FROM {table} \
+             WHERE prefix = '{prefix}' AND node = {node}"
+        ));
+        let value = out.trim();
+        (!value.is_empty() && value != "NULL").then(|| value.to_owned())
     }
 }
 

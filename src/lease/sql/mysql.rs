@@ -57,6 +57,8 @@ pub(crate) struct MyDb {
     /// The table's name, quoted.
     table: String,
     create: bool,
+    /// Only if the URL asks for it (`prefer_socket=true`).
+    prefer_socket: bool,
     /// The session's lock wait timeout (the lease's connect timeout).
     lock_timeout: Duration,
     runtime: Runtime,
@@ -87,6 +89,7 @@ impl MyDb {
             name: table.to_owned(),
             table: quote_identifier(table, '`'),
             create,
+            prefer_socket: url.contains("prefer_socket=true"),
             lock_timeout,
             runtime,
             conn: None,
@@ -238,7 +241,12 @@ impl Db for MyDb {
         if budget.is_zero() {
             return Err(DbError::Unreachable("no time left to connect".into()));
         }
-        let opts = OptsBuilder::from_opts(self.opts.clone()).stmt_cache_size(16);
+        // mysql_async would switch a connection to 127.0.0.1 over to the
+        // server's Unix socket: past any proxy the URL names. The URL's
+        // address is the one to use.
+        let opts = OptsBuilder::from_opts(self.opts.clone())
+            .stmt_cache_size(16)
+            .prefer_socket(self.prefer_socket);
         let connected = self
             .runtime
             .block_on(async { tokio::time::timeout(budget, Conn::new(opts)).await });

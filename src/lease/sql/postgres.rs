@@ -526,7 +526,13 @@ fn sort(e: &tokio_postgres::Error) -> DbError {
         }
     };
     let Some(code) = e.code() else {
-        // No SQLSTATE: the connection (or TLS) failed, or it closed.
+        // No SQLSTATE: the server spoke something else than PostgreSQL's
+        // protocol, or the connection (or TLS) failed, or it closed.
+        if reason.starts_with("unexpected message from server")
+            || reason.starts_with("error parsing response from server")
+        {
+            return DbError::BadReply(reason);
+        }
         if reason.contains("TLS") || reason.contains("certificate") || reason.contains("tls") {
             return DbError::Refused(reason);
         }
