@@ -66,8 +66,9 @@
 //!
 //! - [`node_id`]: a node id from an environment variable or a StatefulSet's
 //!   pod ordinal; [`NodeIdError`].
-//! - [`lease`]: node ids leased from etcd or Redis with fencing (`Lease`,
-//!   features `etcd` and `redis`): the protocol, what it guarantees and
+//! - [`lease`]: node ids leased from etcd, Redis, PostgreSQL or
+//!   MySQL/MariaDB with fencing (`Lease`, features `etcd`, `redis`,
+//!   `postgres` and `mysql`): the protocol, what it guarantees and
 //!   assumes, what it costs; [`LeaseError`].
 //! - [`persist`]: restart safety through a saved high-water mark:
 //!   [`Persist`], [`FileStore`], [`StateStore`], [`RestartRule`],
@@ -185,6 +186,11 @@
 //!   it needs `protoc` (Debian: `protobuf-compiler`) for etcd-client's gRPC
 //!   code.
 //! - `redis`: node ids leased from Redis (`Lease::redis`, [`lease`]).
+//! - `postgres`: node ids leased from a table on PostgreSQL
+//!   (`Lease::postgres`, [`lease`]; adds tokio-postgres, and rustls with
+//!   ring for TLS).
+//! - `mysql`: node ids leased from a table on MySQL 8 or MariaDB 10.11
+//!   (`Lease::mysql`, [`lease`]; adds mysql_async, with rustls and ring).
 //! - `postgres-types`: `ToSql` and `FromSql` for [`Id`] as a `BIGINT`, for
 //!   rust-postgres and tokio-postgres (adds `postgres-types` and `bytes`;
 //!   [`sql`]).
