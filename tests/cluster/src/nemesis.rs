@@ -35,6 +35,16 @@ pub enum Action {
     Isolate,
 }
 
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Pause => "pause",
+            Action::Kill => "kill",
+            Action::Isolate => "isolate",
+        }
+    }
+}
+
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
@@ -44,34 +54,51 @@ pub enum FaultKind {
     /// A generator process with its wall clock skewed replaces a running one
     /// (which stops cleanly, releasing its node id).
     SkewedGenerator,
+    /// PostgreSQL or MariaDB: the database server paused, killed (and
+    /// restarted on its data) or cut off (iptables on its port).
+    Database(Action),
+    /// PostgreSQL: replication frozen, claims and renewals acknowledged by
+    /// the primary alone, the primary killed for good and the standby
+    /// promoted without them. Once per run (no standby is rebuilt).
+    Promote,
 }
 
 impl FaultKind {
     pub fn name(self, store: StoreKind) -> String {
         match self {
             FaultKind::Member(action, role) => {
-                let action = match action {
-                    Action::Pause => "pause",
-                    Action::Kill => "kill",
-                    Action::Isolate => "isolate",
-                };
                 let role = match (store, role) {
                     (StoreKind::Etcd, Role::Leader) => "leader",
                     (StoreKind::Etcd, _) => "follower",
                     (StoreKind::Redis, Role::Leader) => "primary",
                     (StoreKind::Redis, Role::Follower) => "replica",
                     (StoreKind::Redis, Role::Sentinel) => "sentinel",
+                    (StoreKind::Postgres | StoreKind::Mysql, _) => "member",
                 };
-                format!("{action} {role}")
+                format!("{} {role}", action.name())
             }
             FaultKind::PauseGenerator => "pause generator".into(),
             FaultKind::SkewedGenerator => "skewed generator".into(),
+            FaultKind::Database(action) => format!("{} database", action.name()),
+            FaultKind::Promote => "promote standby".into(),
         }
     }
 
     /// Every kind for `store`: each action on the leader and a follower
     /// (and, on Redis, a sentinel), and the two generator faults.
     pub fn all(store: StoreKind) -> Vec<FaultKind> {
+        if store.is_sql() {
+            let mut kinds: Vec<FaultKind> = [Action::Pause, Action::Kill, Action::Isolate]
+                .into_iter()
+                .map(FaultKind::Database)
+                .collect();
+            if store == StoreKind::Postgres {
+                kinds.push(FaultKind::Promote);
+            }
+            kinds.push(FaultKind::PauseGenerator);
+            kinds.push(FaultKind::SkewedGenerator);
+            return kinds;
+        }
         let mut roles = vec![Role::Leader, Role::Follower];
         if store == StoreKind::Redis {
             roles.push(Role::Sentinel);
@@ -149,17 +176,25 @@ impl Config {
     /// The short run of CI: each kind of fault once on the leader and
     /// once on a follower. On Redis each fault on the primary lasts until
     /// a failover completed (at most a minute).
+    ///
+    /// On PostgreSQL and MariaDB: the database paused, killed and cut off
+    /// (paused and cut off past the TTL), on PostgreSQL the promotion with
+    /// lost writes, and the two generator faults, once each.
     pub fn short(store: StoreKind, worker_exe: PathBuf, dir: PathBuf) -> Config {
-        let kinds = vec![
-            FaultKind::Member(Action::Pause, Role::Leader),
-            FaultKind::Member(Action::Kill, Role::Leader),
-            FaultKind::Member(Action::Isolate, Role::Leader),
-            FaultKind::PauseGenerator,
-            FaultKind::Member(Action::Pause, Role::Follower),
-            FaultKind::Member(Action::Kill, Role::Follower),
-            FaultKind::Member(Action::Isolate, Role::Follower),
-            FaultKind::SkewedGenerator,
-        ];
+        let kinds = if store.is_sql() {
+            FaultKind::all(store)
+        } else {
+            vec![
+                FaultKind::Member(Action::Pause, Role::Leader),
+                FaultKind::Member(Action::Kill, Role::Leader),
+                FaultKind::Member(Action::Isolate, Role::Leader),
+                FaultKind::PauseGenerator,
+                FaultKind::Member(Action::Pause, Role::Follower),
+                FaultKind::Member(Action::Kill, Role::Follower),
+                FaultKind::Member(Action::Isolate, Role::Follower),
+                FaultKind::SkewedGenerator,
+            ]
+        };
         Config {
             store,
             redis_url: RedisUrl::Sentinel,
@@ -173,9 +208,10 @@ impl Config {
             duration: Duration::ZERO,
             max_duration: None,
             tries: 3,
-            pause_for: Duration::from_secs(3),
+            // A database is paused and cut off past the TTL.
+            pause_for: Duration::from_secs(if store.is_sql() { 4 } else { 3 }),
             kill_for: Duration::from_secs(3),
-            isolate_for: Duration::from_secs(3),
+            isolate_for: Duration::from_secs(if store.is_sql() { 4 } else { 3 }),
             failover_within: (store == StoreKind::Redis).then_some(Duration::from_secs(60)),
             generator_pause_for: Duration::from_millis(4_000),
             gap: Duration::from_millis(500),
@@ -439,6 +475,67 @@ impl Runner {
                 }
                 member
             }
+            FaultKind::Database(action) => {
+                let server = self.cluster.database();
+                self.say(&format!("{name}: {server}"));
+                match action {
+                    Action::Pause => {
+                        self.cluster.pause_database();
+                        self.hold(self.config.pause_for);
+                        self.cluster.resume_database();
+                    }
+                    Action::Kill => {
+                        self.cluster.kill_database();
+                        self.hold(self.config.kill_for);
+                        self.cluster.restart_database();
+                    }
+                    Action::Isolate => {
+                        self.cluster.isolate_database();
+                        self.hold(self.config.isolate_for);
+                        self.cluster.heal_database();
+                    }
+                }
+                server
+            }
+            FaultKind::Promote => {
+                if !self.cluster.can_promote() {
+                    self.skip(kind, "no standby left (one promotion per run)");
+                    return false;
+                }
+                self.cluster.freeze_replication();
+                let frozen_at = mono_ns();
+                self.say(&format!("{name}: replication frozen"));
+                // Claims and renewals only the primary acknowledged: at
+                // least a few (every holder renews a few times a TTL),
+                // waited for within a bound.
+                let unreplicated = |r: &Runner| {
+                    r.fleet
+                        .views()
+                        .iter()
+                        .map(|v| {
+                            v.extensions
+                                .iter()
+                                .filter(|e| e.sent_ns > frozen_at)
+                                .count()
+                        })
+                        .sum::<usize>()
+                };
+                self.hold(self.config.ttl / 2);
+                if !self.wait(Duration::from_secs(20), |r| unreplicated(r) >= 4) {
+                    self.say("fewer than 4 extensions in 20 s; promoting anyway");
+                }
+                let lost = unreplicated(self);
+                let promotion = self.cluster.promote().expect("a standby to promote");
+                self.say(&format!(
+                    "{name}: primary :{} killed with {lost} extensions unreplicated, \
+                     standby :{} promoted",
+                    promotion.old_port, promotion.new_port
+                ));
+                format!(
+                    "postgres:{}->postgres:{}({lost}-lost)",
+                    promotion.old_port, promotion.new_port
+                )
+            }
             FaultKind::PauseGenerator => {
                 let Some(k) = self.issuing_generator() else {
                     self.skip(kind, "no generator issuing");
@@ -560,6 +657,12 @@ pub fn run(config: Config) -> Report {
             None => {
                 if round.is_empty() {
                     round = r.config.kinds.clone();
+                    // One promotion per run: no standby after it.
+                    let can_promote = r.cluster.can_promote();
+                    round.retain(|&k| k != FaultKind::Promote || can_promote);
+                    if round.is_empty() {
+                        break;
+                    }
                     r.rng.shuffle(&mut round);
                 }
                 (round.pop().unwrap(), 0)

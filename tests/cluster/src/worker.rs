@@ -42,6 +42,11 @@ pub enum Store {
     /// `Lease::redis_sentinel` with these sentinels (`host:port`) and this
     /// master name: it follows the primary through failovers.
     Sentinel(Vec<String>, String),
+    /// `Lease::postgres` with this URL (a primary and its standby, with
+    /// `target_session_attrs=read-write`: it follows a promotion).
+    Postgres(String),
+    /// `Lease::mysql` with this URL.
+    Mysql(String),
 }
 
 /// The worker's command line.
@@ -80,6 +85,8 @@ impl Args {
                 v.extend(["--sentinels".into(), sentinels.join(",")]);
                 v.extend(["--master".into(), master.clone()]);
             }
+            Store::Postgres(url) => v.extend(["--postgres".into(), url.clone()]),
+            Store::Mysql(url) => v.extend(["--mysql".into(), url.clone()]),
         }
         v.extend(["--prefix".into(), self.prefix.clone()]);
         v.extend(["--ttl-ms".into(), self.ttl.as_millis().to_string()]);
@@ -105,6 +112,7 @@ impl Args {
         let (mut plant, mut skew_ms, mut per_ms) = ("none".to_owned(), 0i64, 2u32);
         let mut margin = None;
         let mut nodes = NODE_IDS;
+        let (mut postgres, mut mysql) = (None, None);
         while let Some(flag) = args.next() {
             let value = args.next().ok_or(format!("{flag} needs a value"))?;
             let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
@@ -115,6 +123,8 @@ impl Args {
                     sentinels = Some(value.split(',').map(str::to_owned).collect::<Vec<_>>())
                 }
                 "--master" => master = Some(value),
+                "--postgres" => postgres = Some(value),
+                "--mysql" => mysql = Some(value),
                 "--prefix" => prefix = Some(value),
                 "--ttl-ms" => ttl_ms = value.parse().map_err(|e| bad(&e))?,
                 "--margin-ms" => {
@@ -132,11 +142,15 @@ impl Args {
                 _ => return Err(format!("unknown flag {flag}")),
             }
         }
-        let store = match (etcd, redis, sentinels) {
-            (Some(e), None, None) => Store::Etcd(e),
-            (None, Some(r), None) => Store::Redis(r),
-            (None, None, Some(s)) => Store::Sentinel(s, master.unwrap_or("flakeid".into())),
-            _ => return Err("one of --etcd, --redis, --sentinels".into()),
+        let store = match (etcd, redis, sentinels, postgres, mysql) {
+            (Some(e), None, None, None, None) => Store::Etcd(e),
+            (None, Some(r), None, None, None) => Store::Redis(r),
+            (None, None, Some(s), None, None) => {
+                Store::Sentinel(s, master.unwrap_or("flakeid".into()))
+            }
+            (None, None, None, Some(url), None) => Store::Postgres(url),
+            (None, None, None, None, Some(url)) => Store::Mysql(url),
+            _ => return Err("one of --etcd, --redis, --sentinels, --postgres, --mysql".into()),
         };
         let args = Args {
             store,
@@ -161,6 +175,8 @@ impl Args {
             Store::Etcd(endpoints) => Lease::etcd(endpoints.clone()),
             Store::Redis(url) => Lease::redis(url.clone()),
             Store::Sentinel(sentinels, master) => Lease::redis_sentinel(sentinels.clone(), master),
+            Store::Postgres(url) => Lease::postgres(url.clone()),
+            Store::Mysql(url) => Lease::mysql(url.clone()),
         };
         let mut lease = lease
             .prefix(&self.prefix)

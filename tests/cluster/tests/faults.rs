@@ -68,3 +68,23 @@ fn etcd_short_run() {
 fn redis_short_run() {
     short_run(StoreKind::Redis);
 }
+
+/// A PostgreSQL primary and its standby (workers' `Lease::postgres` given
+/// both, `target_session_attrs=read-write`): the primary paused and cut off
+/// past the TTL, killed and restarted, and promoted away with writes lost
+/// (replication frozen, claims and renewals acknowledged by the primary
+/// alone, the primary killed, the standby promoted); a generator stopped
+/// past its deadline, a generator with a skewed clock.
+#[test]
+#[cfg_attr(flakeid_plant, ignore = "the plant build runs the planted bugs only")]
+fn postgres_short_run() {
+    short_run(StoreKind::Postgres);
+}
+
+/// One MariaDB server (`Lease::mysql`): paused and cut off past the TTL,
+/// killed and restarted; the two generator faults.
+#[test]
+#[cfg_attr(flakeid_plant, ignore = "the plant build runs the planted bugs only")]
+fn mysql_short_run() {
+    short_run(StoreKind::Mysql);
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! cargo build -p flakeid-fault-tests --release
 //! sudo target/release/fault-run --store etcd --minutes 30 --faults 200
+//! sudo target/release/fault-run --store postgres --minutes 10
 //! ```
 //!
 //! Starts the cluster, keeps worker processes issuing, injects faults of
@@ -36,7 +37,7 @@ fn catch_signals() {
     }
 }
 
-const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--faults 200] \
+const USAGE: &str = "usage: fault-run --store etcd|redis|postgres|mysql [--minutes 30] [--faults 200] \
     [--seed 1] [--workers 5] [--ttl-ms 3000] [--redis-url initial|at-spawn|sentinel] \
     [--etcd-pre-vote] [--kinds 'pause leader,kill leader'] [--dir DIR]\n\
     \n\
@@ -48,6 +49,9 @@ const USAGE: &str = "usage: fault-run --store etcd|redis [--minutes 30] [--fault
     (default), or on the primary the sentinels name when each worker starts; sentinel: \
     Lease::redis_sentinel, which follows the primary through failovers\n\
     --etcd-pre-vote: start etcd with --pre-vote (off by default in etcd 3.4)\n\
+    --store postgres: a primary and a streaming standby (workers get both, with \
+    target_session_attrs=read-write); the database paused, killed, cut off, and once a run \
+    the standby promoted with writes lost; mysql: one MariaDB server, paused, killed, cut off\n\
     --kinds: only these faults (default: every kind; names as the report prints them)\n\
     --dir: where the IDs and records go (default: a new directory under the temp dir; kept)";
 
@@ -81,6 +85,8 @@ fn main() {
                 store = Some(match value.as_str() {
                     "etcd" => StoreKind::Etcd,
                     "redis" => StoreKind::Redis,
+                    "postgres" => StoreKind::Postgres,
+                    "mysql" => StoreKind::Mysql,
                     _ => fail(&format!("unknown store {value}")),
                 })
             }
