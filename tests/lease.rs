@@ -275,7 +275,7 @@ macro_rules! sql_scenarios {
         /// flakeid_plant`): each must fail, naming what broke.
         #[cfg(flakeid_plant)]
         mod plants {
-            use crate::lease_support::{self, Server, one_at_a_time, planted};
+            use crate::lease_support::{self, Kind, Server, one_at_a_time, planted};
 
             #[test]
             fn sql_expiry_by_claimant() {

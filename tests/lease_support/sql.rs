@@ -251,8 +251,9 @@ pub fn bad_tables(server: &Server) {
     g.next_id();
 }
 
-/// A read-only server or session, a wrong password and a database that
-/// does not exist are refused (`LeaseError::Refused`), naming why.
+/// A read-only server or session, a wrong password, a database that does
+/// not exist and TLS required of a server without it are refused
+/// (`LeaseError::Refused`), naming why, within the connect timeout.
 pub fn refusals(server: &Server) {
     let kind = server.kind;
     let refused = |result: Result<Generator, BuildError>| match result {
@@ -284,6 +285,13 @@ pub fn refusals(server: &Server) {
                 "db",
             )));
             assert!(reason.contains("no_such_db"), "{reason}");
+            // TLS asked for, from a server that offers none.
+            let reason = refused(build(lease_on(
+                kind,
+                format!("mysql://root@{addr}/flakeid?require_ssl=true"),
+                "tls",
+            )));
+            assert!(reason.contains("TLS"), "{reason}");
         }
         _ => {
             server.sql("CREATE ROLE ro LOGIN");
@@ -297,6 +305,13 @@ pub fn refusals(server: &Server) {
                 "db",
             )));
             assert!(reason.contains("no_such_db"), "{reason}");
+            // TLS required, from a server that offers none.
+            let reason = refused(build(lease_on(
+                kind,
+                format!("postgres://postgres@{addr}/postgres?sslmode=require"),
+                "tls",
+            )));
+            assert!(reason.contains("TLS"), "{reason}");
         }
     }
 }

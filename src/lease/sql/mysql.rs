@@ -472,6 +472,10 @@ fn sort(e: &mysql_async::Error) -> DbError {
             _ => DbError::Refused(reason),
         },
         E::Url(_) => DbError::Config(reason),
+        // The URL asks for TLS and the server offers none.
+        E::Driver(mysql_async::DriverError::NoClientSslFlagFromServer) => {
+            DbError::Refused(format!("TLS: {reason}"))
+        }
         E::Io(mysql_async::IoError::Tls(_)) => DbError::Refused(format!("TLS: {reason}")),
         E::Io(_) | E::Driver(_) | E::Other(_) => DbError::Unreachable(reason),
     }
