@@ -505,34 +505,45 @@ impl Runner {
                 self.cluster.freeze_replication();
                 let frozen_at = mono_ns();
                 self.say(&format!("{name}: replication frozen"));
-                // Claims and renewals only the primary acknowledged: at
-                // least a few (every holder renews a few times a TTL),
+                // Claims and renewals only the primary acknowledged: a node
+                // id handed over (a generator stops, releasing it, and a
+                // waiting one claims it) and every holder's renewals, each
                 // waited for within a bound.
-                let unreplicated = |r: &Runner| {
+                let after = |r: &Runner, claims: bool| {
                     r.fleet
                         .views()
                         .iter()
                         .map(|v| {
                             v.extensions
                                 .iter()
-                                .filter(|e| e.sent_ns > frozen_at)
+                                .filter(|e| e.sent_ns > frozen_at && (e.claim || !claims))
                                 .count()
                         })
                         .sum::<usize>()
                 };
                 self.hold(self.config.ttl / 2);
-                if !self.wait(Duration::from_secs(20), |r| unreplicated(r) >= 4) {
-                    self.say("fewer than 4 extensions in 20 s; promoting anyway");
+                if let Some(k) = self.issuing_generator() {
+                    self.fleet.stop(k);
+                    self.say(&format!("{name}: w{k} stopped, its node id to be claimed"));
                 }
-                let lost = unreplicated(self);
+                if !self.wait(Duration::from_secs(20), |r| {
+                    after(r, true) >= 1 && after(r, false) >= 4
+                }) {
+                    self.say("no claim and 4 extensions within 20 s; promoting anyway");
+                }
+                let (lost, claims) = (after(self, false), after(self, true));
                 let promotion = self.cluster.promote().expect("a standby to promote");
                 self.say(&format!(
-                    "{name}: primary :{} killed with {lost} extensions unreplicated, \
-                     standby :{} promoted",
+                    "{name}: primary :{} killed with {lost} extensions unreplicated \
+                     ({claims} claims), standby :{} promoted",
                     promotion.old_port, promotion.new_port
                 ));
+                // Held on for two TTLs: every lease only the old primary
+                // acknowledged has run out, the new epoch's wait is over,
+                // and the node ids lost with it are claimed again.
+                self.hold(self.config.ttl * 2);
                 format!(
-                    "postgres:{}->postgres:{}({lost}-lost)",
+                    "postgres:{}->postgres:{}({lost}-lost,{claims}-claims)",
                     promotion.old_port, promotion.new_port
                 )
             }
