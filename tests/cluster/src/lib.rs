@@ -3,7 +3,11 @@
 //!
 //! - **The clusters** ([`cluster`], on `flakeid-test-servers`): a 3-member
 //!   etcd cluster, and Redis with a primary, two replicas and three
-//!   sentinels, each member on a loopback address of its own.
+//!   sentinels, each member on a loopback address of its own; or a
+//!   database (`Lease::postgres`, `Lease::mysql`): a PostgreSQL primary
+//!   with an asynchronous standby streaming through a proxy (workers get
+//!   both hosts with `target_session_attrs=read-write`), or one MariaDB
+//!   server, each on 127.0.0.1 and a port of its own.
 //! - **Generator processes** (`fault-worker`, [`worker`], run as a
 //!   [`fleet`]): each builds a leased generator over few node ids, asks it
 //!   for IDs every millisecond, records each ID with the time of its call,
@@ -16,7 +20,11 @@
 //!   and isolates (iptables) one member at a time, the etcd leader and the
 //!   Redis primary included (on Redis until the sentinels fail over);
 //!   pauses generator processes past their deadline; starts generators
-//!   with skewed clocks.
+//!   with skewed clocks. On a database: pauses it (every process) and cuts
+//!   it off (iptables on its port) past the TTL, kills and restarts it,
+//!   and on PostgreSQL, once a run, promotes the standby with writes lost
+//!   (replication frozen, a node id handed over and renewals acknowledged
+//!   by the primary alone, the primary killed for good).
 //! - **The checker** ([`check`]): duplicates, overlaps, deadlines, hand-off
 //!   order, the workers' exits and output, the faults injected and the
 //!   failovers completed; the time generators were fenced per fault kind.
@@ -30,7 +38,8 @@
 //! `FLAKEID_PLANT=1`, which sets `cfg(flakeid_plant)`); the long run is
 //! `fault-run` (see its `--help`). Both need etcd, redis-server, iptables
 //! and libfaketime (Debian: etcd-server, redis-server, iptables, faketime,
-//! libfaketime),
+//! libfaketime), PostgreSQL and MariaDB for those stores (Debian:
+//! postgresql, mariadb-server),
 //! and root: iptables (`sudo -n iptables` is tried otherwise), and the
 //! members' own group ids, without which isolating an etcd member cuts
 //! only the connections made to it, not the ones it dials.

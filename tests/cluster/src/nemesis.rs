@@ -4,6 +4,17 @@
 //! each held, healed, and followed by a wait for the cluster and the
 //! generators to recover before the next. Then the checker.
 //!
+//! On PostgreSQL and MariaDB the faults are the database's (`pause
+//! database`, `kill database`, `isolate database`: the server that takes
+//! writes now) and, on PostgreSQL, `promote standby`: the standby is let
+//! catch up, replication is frozen, a generator stops so that a waiting
+//! one claims its node id on the primary alone, the primary acknowledges
+//! renewals the standby never gets, then the primary is killed for good
+//! and the standby promoted; the fault holds two TTLs after, so that the
+//! lost claim's holder is fenced and the new epoch's wait is over within
+//! it. Later faults hit the promoted server. There is no standby after
+//! that: one promotion per run (later rounds leave the kind out).
+//!
 //! Fault durations are the nemesis's choice; nothing here asserts on
 //! time. A fault that cannot be injected when its turn comes (no member in
 //! the role, no generator issuing) is recorded as skipped, not as

@@ -288,7 +288,7 @@ impl Issued {
 /// What the checker needs to know of the run beyond the records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Params {
-    /// `etcd` or `redis`.
+    /// `etcd`, `redis`, `postgres` or `mysql`.
     pub store: String,
     /// A worker that built its generator and then lived this long (not
     /// counting nemesis pauses) without issuing one ID was fenced for its
