@@ -1,33 +1,195 @@
 //! Measures node-id leases on real servers and prints the figures of
 //! `benches/results/lease.md`: claim latency, renewal traffic per node, the
-//! server's CPU per renewal and the largest fleet one server carries at the
-//! chosen TTL, and a worked example for 1,024 nodes.
+//! server's CPU and statements per renewal, the load of a fleet at the
+//! default TTL, and how long a holder is fenced when the server is killed
+//! and restarted at once.
 //!
 //! ```sh
-//! cargo run --release --features etcd,redis,cli --example lease_measure
+//! cargo run --release --features etcd,redis,postgres,mysql,cli --example lease_measure
 //! ```
 //!
 //! Starts its own etcd (Debian's `etcd-server`) and `redis-server` on
 //! 127.0.0.1, with data on disk (the system temp directory, or
-//! `FLAKEID_MEASURE_DIR`). `FLAKEID_MEASURE_SECONDS` sets each measuring
-//! window (default 10). Linux only (it reads the servers' CPU time from
-//! `/proc`).
+//! `FLAKEID_MEASURE_DIR`), and PostgreSQL (Debian's `postgresql`, durable
+//! settings) and MariaDB (`mariadb-server`) as the lease tests start them
+//! (data under `/dev/shm` where there is one). `FLAKEID_MEASURE_SECONDS`
+//! sets each measuring window (default 10), `FLAKEID_MEASURE_RESTARTS` the
+//! kill-and-restart trials per server (default 5). Linux only (it reads the
+//! servers' CPU time from `/proc`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use flakeid::report::{cpu_model, quantile};
-use flakeid::{Generator, Layout, Lease};
-use flakeid_test_servers::{Kind, Proxy, Server, unique_prefix, url_at};
+use flakeid::{GenerateError, Generator, Layout, Lease};
+use flakeid_test_servers::{Kind, Mariadb, Postgres, Proxy, Server, unique_prefix, url_at};
 
-/// The TTL the figures are for.
+/// The TTL the figures are for (the lease's default).
 const TTL: Duration = Duration::from_secs(10);
 /// The share of one core a server may spend on renewals in the fleet figure.
 const CPU_BUDGET: f64 = 0.5;
 const FLEET: f64 = 1024.0;
+/// The fleet the statements-per-second figure is given for.
+const THOUSAND: f64 = 1000.0;
+/// Keepers renewing at once while the server's CPU is measured.
+const KEEPERS: usize = 200;
+
+/// Which store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Etcd,
+    Redis,
+    Postgres,
+    Mariadb,
+}
+
+/// A running server of each kind.
+enum Db {
+    Plain(Server),
+    Postgres(Postgres),
+    Mariadb(Mariadb),
+}
+
+impl Db {
+    fn which(&self) -> Which {
+        match self {
+            Db::Plain(s) if s.kind == Kind::Etcd => Which::Etcd,
+            Db::Plain(_) => Which::Redis,
+            Db::Postgres(_) => Which::Postgres,
+            Db::Mariadb(_) => Which::Mariadb,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Db::Plain(s) => s.addr(),
+            Db::Postgres(s) => s.addr(),
+            Db::Mariadb(s) => s.addr(),
+        }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            Db::Plain(s) => s.kill(),
+            Db::Postgres(s) => s.kill(),
+            Db::Mariadb(s) => s.kill(),
+        }
+    }
+
+    fn restart(&mut self) {
+        match self {
+            Db::Plain(s) => s.restart(),
+            Db::Postgres(s) => s.restart(),
+            Db::Mariadb(s) => s.restart(),
+        }
+    }
+
+    /// CPU seconds of the whole server: PostgreSQL's postmaster, the
+    /// children it reaped, and every process it runs now (one backend per
+    /// session, and its helpers); the one process of the others.
+    fn cpu_seconds(&self) -> Result<f64, Box<dyn std::error::Error>> {
+        match self {
+            Db::Plain(s) => Ok(cpu_of(s.pid().ok_or("server not running")?)?.own),
+            Db::Mariadb(s) => Ok(cpu_of(s.pid().ok_or("server not running")?)?.own),
+            Db::Postgres(s) => {
+                let postmaster = s.pid().ok_or("server not running")?;
+                let top = cpu_of(postmaster)?;
+                let mut total = top.own + top.reaped;
+                for pid in children_of(postmaster) {
+                    // A backend that ended since the scan is in `reaped`
+                    // (or will be): skip it.
+                    if let Ok(child) = cpu_of(pid) {
+                        total += child.own;
+                    }
+                }
+                Ok(total)
+            }
+        }
+    }
+
+    /// The server's own counts: renewal requests (etcd: transactions and
+    /// keep-alive messages; Redis: script calls; PostgreSQL: rows updated
+    /// in the lease table; MariaDB: `UPDATE` statements), and statements
+    /// (PostgreSQL: transactions, each statement being autocommitted;
+    /// MariaDB: `Questions`; etcd and Redis: the requests).
+    fn counts(&self) -> Result<Counts, Box<dyn std::error::Error>> {
+        match self {
+            Db::Plain(s) => {
+                let n = renewal_requests(s)?;
+                Ok(Counts {
+                    renewals: n,
+                    statements: n,
+                })
+            }
+            Db::Postgres(s) => {
+                let answer = s.sql(
+                    "SELECT (SELECT xact_commit + xact_rollback FROM pg_stat_database \
+                     WHERE datname = 'postgres'), (SELECT COALESCE(sum(n_tup_upd), 0) \
+                     FROM pg_stat_user_tables WHERE relname = 'flakeid_leases')",
+                )?;
+                let (statements, renewals) = answer.split_once('|').ok_or("malformed counts")?;
+                Ok(Counts {
+                    renewals: renewals.trim().parse()?,
+                    statements: statements.trim().parse()?,
+                })
+            }
+            Db::Mariadb(s) => {
+                let answer = s.sql(
+                    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_update')",
+                )?;
+                let mut counts = Counts {
+                    renewals: 0,
+                    statements: 0,
+                };
+                for line in answer.lines() {
+                    let (name, value) = line.split_once('\t').ok_or("malformed status")?;
+                    match name {
+                        "Com_update" => counts.renewals = value.trim().parse()?,
+                        "Questions" => counts.statements = value.trim().parse()?,
+                        _ => {}
+                    }
+                }
+                Ok(counts)
+            }
+        }
+    }
+
+    fn version(&self) -> String {
+        match self {
+            Db::Plain(s) if s.kind == Kind::Etcd => first_line("etcd", &["--version"]),
+            Db::Plain(_) => first_line("redis-server", &["--version"]),
+            Db::Postgres(s) => s
+                .sql("SELECT version()")
+                .unwrap_or_else(|e| format!("? ({e})")),
+            Db::Mariadb(s) => s
+                .sql("SELECT VERSION()")
+                .unwrap_or_else(|e| format!("? ({e})")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    renewals: u64,
+    statements: u64,
+}
+
+fn first_line(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .unwrap_or_else(|e| format!("? ({e})"))
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base =
@@ -38,38 +200,78 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|s| s.parse().ok())
             .unwrap_or(10),
     );
+    let restarts: usize = std::env::var("FLAKEID_MEASURE_RESTARTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
     println!(
-        "machine: {} cores, {}; data in {}; windows of {window:?}\n",
+        "machine: {} cores, {}; etcd and Redis data in {}; windows of {window:?}\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu_model(),
         base.display()
     );
     let mut rows = Vec::new();
-    for kind in [Kind::Etcd, Kind::Redis] {
-        let server = Server::start_in(kind, base.clone());
-        rows.push(measure(&server, window)?);
+    for which in [Which::Etcd, Which::Redis, Which::Postgres, Which::Mariadb] {
+        let mut db = match which {
+            Which::Etcd => Db::Plain(Server::start_in(Kind::Etcd, base.clone())),
+            Which::Redis => Db::Plain(Server::start_in(Kind::Redis, base.clone())),
+            Which::Postgres => {
+                let mut server = Postgres::start_durable();
+                // One connection per keeper: the default (100) is too few
+                // for the CPU window's keepers.
+                server.sql("ALTER SYSTEM SET max_connections = 400")?;
+                server.stop();
+                server.restart();
+                Db::Postgres(server)
+            }
+            Which::Mariadb => {
+                let server = Mariadb::start();
+                server.sql("SET GLOBAL max_connections = 400")?;
+                Db::Mariadb(server)
+            }
+        };
+        println!("{which:?}: {}", db.version());
+        rows.push(measure(&mut db, window, restarts)?);
     }
     let renewals_per_node = 3.0 / TTL.as_secs_f64();
-    println!("| | etcd 3.4 | Redis 7.0 |");
-    println!("|---|---|---|");
+    println!("\n| | etcd | Redis | PostgreSQL | MariaDB |");
+    println!("|---|---|---|---|---|");
     let row = |name: &str, f: &dyn Fn(&Measured) -> String| {
-        println!("| {name} | {} | {} |", f(&rows[0]), f(&rows[1]));
+        let cells: Vec<String> = rows.iter().map(f).collect();
+        println!("| {name} | {} |", cells.join(" | "));
     };
     row("claim (build), median", &|m| ms(m.claim_median));
     row("claim (build), 99th percentile", &|m| ms(m.claim_p99));
     row("release (drop), median", &|m| ms(m.release_median));
-    row("requests per renewal", &|m| {
-        m.requests_per_renewal.to_string()
+    row("round trips per renewal (by the code)", &|m| {
+        m.trips_per_renewal.to_string()
     });
+    row(
+        "statements (requests) per renewal, server-counted",
+        &|m| format!("{:.2}", m.statements_per_renewal),
+    );
+    row(
+        "statements (requests) per build and drop, server-counted",
+        &|m| match m.statements_per_claim {
+            Some(n) => format!("{n:.1}"),
+            None => "—".into(),
+        },
+    );
     row("bytes per renewal (both ways, TCP payload)", &|m| {
         format!("{:.0}", m.bytes_per_renewal)
-    });
-    row(&format!("per node at TTL {TTL:?}: requests/s"), &|m| {
-        format!("{:.2}", m.requests_per_renewal as f64 * renewals_per_node)
     });
     row(&format!("per node at TTL {TTL:?}: bytes/s"), &|m| {
         format!("{:.0}", m.bytes_per_renewal * renewals_per_node)
     });
+    row(
+        &format!("1,000 holders at TTL {TTL:?}: statements (requests)/s"),
+        &|m| {
+            format!(
+                "{:.0}",
+                THOUSAND * renewals_per_node * m.statements_per_renewal
+            )
+        },
+    );
     row("server CPU per renewal (measured)", &|m| {
         format!("{:.0} µs", m.cpu_per_renewal * 1e6)
     });
@@ -88,31 +290,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         },
     );
-    row("1,024 nodes: renewals/s", &|_| {
-        format!("{:.0}", FLEET * renewals_per_node)
-    });
-    row("1,024 nodes: requests/s", &|m| {
-        format!(
-            "{:.0}",
-            FLEET * renewals_per_node * m.requests_per_renewal as f64
-        )
-    });
-    row("1,024 nodes: traffic", &|m| {
-        format!(
-            "{:.1} KB/s",
-            FLEET * renewals_per_node * m.bytes_per_renewal / 1000.0
-        )
-    });
     row("1,024 nodes: server CPU", &|m| {
         format!(
             "{:.1}% of a core",
             FLEET * renewals_per_node * m.cpu_per_renewal * 100.0
         )
     });
+    row("kill -9 and restart: restart took, median / max", &|m| {
+        median_max(&m.restart_took)
+    });
+    row("kill -9 and restart: holder fenced, median / max", &|m| {
+        median_max(&m.fenced)
+    });
     for m in &rows {
-        if !m.note.is_empty() {
-            println!("\n{}", m.note);
-        }
+        println!("\n{}", m.note);
     }
     Ok(())
 }
@@ -121,10 +312,14 @@ struct Measured {
     claim_median: Duration,
     claim_p99: Duration,
     release_median: Duration,
-    requests_per_renewal: u32,
+    trips_per_renewal: u32,
+    statements_per_renewal: f64,
+    statements_per_claim: Option<f64>,
     bytes_per_renewal: f64,
     /// Server CPU seconds per renewal.
     cpu_per_renewal: f64,
+    restart_took: Vec<Duration>,
+    fenced: Vec<Duration>,
     note: String,
 }
 
@@ -132,33 +327,79 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
-/// A lease on the server of `kind` at `addr`; callers choose its TTL.
-fn lease_at(kind: Kind, addr: SocketAddr, prefix: &str) -> Lease {
-    match kind {
-        Kind::Etcd => Lease::etcd([url_at(kind, addr)]),
-        Kind::Redis => Lease::redis(url_at(kind, addr)),
+fn median_max(values: &[Duration]) -> String {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    match (sorted.get(sorted.len() / 2), sorted.last()) {
+        (Some(median), Some(max)) => format!(
+            "{:.0} / {:.0} ms",
+            median.as_secs_f64() * 1e3,
+            max.as_secs_f64() * 1e3
+        ),
+        _ => "—".into(),
+    }
+}
+
+/// A lease on the server of `which` at `addr`; callers choose its TTL.
+fn lease_at(which: Which, addr: SocketAddr, prefix: &str) -> Lease {
+    match which {
+        Which::Etcd => Lease::etcd([url_at(Kind::Etcd, addr)]),
+        Which::Redis => Lease::redis(url_at(Kind::Redis, addr)),
+        Which::Postgres => Lease::postgres(format!("postgres://postgres@{addr}/postgres")),
+        Which::Mariadb => Lease::mysql(format!("mysql://root@{addr}/flakeid")),
     }
     .prefix(prefix)
     .connect_timeout(Duration::from_secs(5))
 }
 
-fn lease(server: &Server, prefix: &str) -> Lease {
-    lease_at(server.kind, server.addr(), prefix)
+fn lease(db: &Db, prefix: &str) -> Lease {
+    lease_at(db.which(), db.addr(), prefix)
         .ttl(TTL)
         .safety_margin(TTL / 5)
 }
 
-fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::error::Error>> {
-    let name = format!("{:?}", server.kind);
-    eprintln!("{name}: claim latency");
-    // Claim latency: build (connect, claim, record the first ceiling) and
-    // drop (record the exact mark, delete), one generator at a time.
+/// How often a keeper renews at `ttl` with a margin of a fifth of it: a
+/// third of the TTL, and for etcd no later than the deadline less 2 s (an
+/// election), but at least every twelfth of the TTL (as
+/// `src/lease/etcd/mod.rs` says).
+fn renew_every(which: Which, ttl: Duration) -> Duration {
+    let third = ttl / 3;
+    match which {
+        Which::Etcd => {
+            let outlasting = (ttl - ttl / 5).saturating_sub(Duration::from_secs(2));
+            third.min(outlasting.max(ttl / 12))
+        }
+        _ => third,
+    }
+}
+
+/// A generator whose fence is open (a claim in a new epoch waits for it).
+fn open(lease: Lease) -> Result<Generator, Box<dyn std::error::Error>> {
+    let generator = Generator::builder(Layout::twitter()).lease(lease).build()?;
+    generator.next_id();
+    Ok(generator)
+}
+
+fn measure(
+    db: &mut Db,
+    window: Duration,
+    restarts: usize,
+) -> Result<Measured, Box<dyn std::error::Error>> {
+    let which = db.which();
+    eprintln!("{which:?}: claim latency");
+    // What is done once per server or per prefix (the SQL table, the
+    // first epoch) is done before the clock starts.
     let prefix = unique_prefix("claims");
+    drop(open(lease(db, &prefix))?);
+    // Claim latency: build (connect, claim, record the first ceiling) and
+    // drop (record the exact mark, release), one generator at a time.
     let (mut claim, mut release) = (Vec::new(), Vec::new());
-    for _ in 0..200 {
+    let before = db.counts()?;
+    let claims = 200;
+    for _ in 0..claims {
         let begun = Instant::now();
         let generator = Generator::builder(Layout::twitter())
-            .lease(lease(server, &prefix))
+            .lease(lease(db, &prefix))
             .build()?;
         claim.push(begun.elapsed());
         generator.next_id();
@@ -166,104 +407,279 @@ fn measure(server: &Server, window: Duration) -> Result<Measured, Box<dyn std::e
         drop(generator);
         release.push(begun.elapsed());
     }
+    let statements_per_claim = match which {
+        Which::Postgres | Which::Mariadb => {
+            // PostgreSQL's counts reach its statistics when a session ends.
+            std::thread::sleep(Duration::from_millis(1500));
+            let after = db.counts()?;
+            // Less the one statement of the count itself.
+            Some((after.statements - before.statements).saturating_sub(1) as f64 / claims as f64)
+        }
+        _ => None,
+    };
 
-    eprintln!("{name}: renewal traffic");
+    eprintln!("{which:?}: renewal traffic");
     // Traffic per renewal: one generator behind a counting proxy, with a
     // short TTL so that a window holds many renewals.
     let short = Duration::from_secs(3);
-    let proxy = Proxy::new(server.addr());
-    let generator = Generator::builder(Layout::twitter())
-        .lease(
-            lease_at(server.kind, proxy.addr(), &unique_prefix("traffic"))
-                .ttl(short)
-                .safety_margin(short / 5),
-        )
-        .build()?;
+    let proxy = Proxy::new(db.addr());
+    let generator = open(
+        lease_at(which, proxy.addr(), &unique_prefix("traffic"))
+            .ttl(short)
+            .safety_margin(short / 5),
+    )?;
     let bytes = || proxy.sent.load(Ordering::Relaxed) + proxy.received.load(Ordering::Relaxed);
-    // Let the first renewal open what it opens (etcd's keep-alive stream).
-    std::thread::sleep(short / 3 + short / 6);
+    // Let the first renewal open what it opens (etcd's keep-alive stream),
+    // and start half-way between two renewals.
+    let every = renew_every(which, short);
+    std::thread::sleep(every * 3 + every / 2);
     let before = bytes();
-    std::thread::sleep(window.max(short * 2));
-    let renewals = (window.max(short * 2).as_secs_f64() / (short.as_secs_f64() / 3.0)).round();
+    let traffic_window = window.max(short * 2);
+    std::thread::sleep(traffic_window);
+    let renewals = (traffic_window.as_secs_f64() / every.as_secs_f64()).round();
     let bytes_per_renewal = (bytes() - before) as f64 / renewals;
     drop(generator);
     drop(proxy);
 
-    eprintln!("{name}: server CPU per renewal");
+    eprintln!("{which:?}: server CPU per renewal");
     // Server CPU per renewal: many keepers renewing at a known rate while
     // the server's CPU time is read from /proc; renewals counted by the
-    // server itself.
-    let keepers = 200;
+    // server itself. etcd renews every twelfth of a short TTL, so its
+    // keepers get a longer one, for a like rate.
+    let fast = match which {
+        Which::Etcd => Duration::from_secs(3),
+        _ => Duration::from_secs(1),
+    };
     let prefix = unique_prefix("cpu");
-    let fast = Duration::from_secs(1);
-    let generators: Vec<Generator> = (0..keepers)
+    let generators: Vec<Generator> = (0..KEEPERS)
         .map(|_| {
             Generator::builder(Layout::twitter())
                 .lease(
-                    lease_at(server.kind, server.addr(), &prefix)
+                    lease_at(which, db.addr(), &prefix)
                         .ttl(fast)
                         .safety_margin(fast / 5),
                 )
                 .build()
         })
         .collect::<Result<_, _>>()?;
-    std::thread::sleep(fast);
-    let pid = server.pid().ok_or("server not running")?;
-    let (cpu0, count0) = (cpu_seconds(pid)?, renewal_requests(server)?);
+    // The claims' epoch waits, and PostgreSQL's sessions' first reports.
+    std::thread::sleep(fast.max(Duration::from_secs(2)));
+    // The count before the CPU at the start and after it at the end, so
+    // that what the count costs the server falls outside the CPU window.
+    let count0 = db.counts()?;
+    let cpu0 = db.cpu_seconds()?;
+    let begun = Instant::now();
     std::thread::sleep(window);
-    let (cpu1, count1) = (cpu_seconds(pid)?, renewal_requests(server)?);
+    let cpu1 = db.cpu_seconds()?;
+    let spanned = begun.elapsed();
+    let count1 = db.counts()?;
     drop(generators);
-    let requests_per_renewal = match server.kind {
-        Kind::Etcd => 2,  // a transaction (the mark) and a keep-alive
-        Kind::Redis => 1, // one script
+    let trips_per_renewal = match which {
+        Which::Etcd => 2, // a transaction (the mark) and a keep-alive
+        _ => 1,           // one script, one UPDATE
     };
-    let renewals = (count1 - count0) as f64 / f64::from(requests_per_renewal);
+    let renewals = match which {
+        Which::Etcd | Which::Redis => {
+            (count1.renewals - count0.renewals) as f64 / f64::from(trips_per_renewal)
+        }
+        _ => (count1.renewals - count0.renewals) as f64,
+    };
+    // Less the count's own statement.
+    let statements = (count1.statements - count0.statements).saturating_sub(1) as f64;
+    let statements_per_renewal = statements / renewals;
+    let expected = KEEPERS as f64 * spanned.as_secs_f64() / renew_every(which, fast).as_secs_f64();
     let cpu_per_renewal = (cpu1 - cpu0) / renewals;
-    let note = match server.kind {
-        Kind::Etcd => format!(
-            "etcd: {renewals:.0} renewals by {keepers} keepers in {window:?}; \
-             mean WAL fsync {:.2} ms over the run (each mark is a Raft write)",
-            etcd_mean_fsync_ms(server).unwrap_or(f64::NAN)
+    let mut note = format!(
+        "{which:?}: {renewals:.0} renewals counted by the server ({expected:.0} scheduled) by \
+         {KEEPERS} keepers at TTL {fast:?} in {spanned:.1?}, {statements:.0} statements \
+         (requests); server CPU {:.2} s",
+        cpu1 - cpu0
+    );
+    match which {
+        Which::Etcd => note += &format!(
+            "; mean WAL fsync {:.2} ms over the run (each mark is a Raft write)",
+            etcd_mean_fsync_ms(db).unwrap_or(f64::NAN)
         ),
-        Kind::Redis => format!(
-            "redis: {renewals:.0} renewals by {keepers} keepers in {window:?}; \
-             Redis' own count: {:.1} µs per script call (appendfsync always)",
-            redis_usec_per_call(server).unwrap_or(f64::NAN)
+        Which::Redis => note += &format!(
+            "; Redis' own count: {:.1} µs per script call (appendfsync always)",
+            redis_usec_per_call(db).unwrap_or(f64::NAN)
         ),
-    };
+        _ => {}
+    }
+    note += &format!("; claims' statements also measured: {statements_per_claim:?} per build+drop");
+
+    eprintln!("{which:?}: fenced while the server restarts");
+    let (restart_took, fenced, lines) = restart_fencing(db, restarts)?;
+    note += &lines;
+
     let quantile = |values: &mut [Duration], q| quantile(values, q).expect("200 of them");
     Ok(Measured {
         claim_median: quantile(&mut claim, 0.5),
         claim_p99: quantile(&mut claim, 0.99),
         release_median: quantile(&mut release, 0.5),
-        requests_per_renewal,
+        trips_per_renewal,
+        statements_per_renewal,
+        statements_per_claim,
         bytes_per_renewal,
         cpu_per_renewal,
+        restart_took,
+        fenced,
         note,
     })
 }
 
-/// User plus system CPU time of a process, from /proc/<pid>/stat.
-fn cpu_seconds(pid: u32) -> Result<f64, Box<dyn std::error::Error>> {
+/// Per trial: a generator holding a lease at the default TTL and asking
+/// for an ID every millisecond (`try_next_id`), the server killed (SIGKILL)
+/// at a point spread over the renewal interval and restarted at once. Returns how long
+/// the restart took (until the server answered), how long `try_next_id`
+/// said `Fenced` in all (0 if never), and a line per trial.
+#[allow(clippy::type_complexity)]
+fn restart_fencing(
+    db: &mut Db,
+    trials: usize,
+) -> Result<(Vec<Duration>, Vec<Duration>, String), Box<dyn std::error::Error>> {
+    let which = db.which();
+    let (mut took, mut fenced, mut lines) = (Vec::new(), Vec::new(), String::new());
+    let every = renew_every(which, TTL);
+    for trial in 0..trials {
+        let generator = open(lease(db, &unique_prefix("restart")))?;
+        // The fence opened at most a few ms ago: kill at a point of the
+        // renewal interval that moves with each trial.
+        let offset = every.mul_f64((trial as f64 + 0.5) / trials.max(1) as f64);
+        let stop = AtomicBool::new(false);
+        let killed_at = std::sync::Mutex::new(None::<Instant>);
+        let (restart, outcome) = std::thread::scope(|scope| {
+            let sampler = scope.spawn(|| {
+                let mut total = Duration::ZERO;
+                let mut longest = Duration::ZERO;
+                let mut since: Option<Instant> = None;
+                let mut other = 0u64;
+                let mut first_fenced: Option<Instant> = None;
+                loop {
+                    let now = Instant::now();
+                    match generator.try_next_id() {
+                        Ok(_) => {
+                            if let Some(start) = since.take() {
+                                total += now - start;
+                                longest = longest.max(now - start);
+                            }
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                        }
+                        Err(GenerateError::Fenced) => {
+                            if since.is_none() {
+                                since = Some(now);
+                                first_fenced.get_or_insert(now);
+                            }
+                            // Gives up on a holder fenced for a minute.
+                            let killed = *killed_at.lock().unwrap();
+                            if killed.is_some_and(|k| now - k > Duration::from_secs(60)) {
+                                total += now - since.take().unwrap_or(now);
+                                break;
+                            }
+                        }
+                        Err(_) => other += 1,
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                (total, longest, first_fenced, other)
+            });
+            std::thread::sleep(offset);
+            let begun = Instant::now();
+            *killed_at.lock().unwrap() = Some(begun);
+            db.kill();
+            db.restart();
+            let restart = begun.elapsed();
+            // Watch one TTL and 2 s past the kill: a renewal that failed
+            // closes the fence by the deadline (TTL less the margin after
+            // the last one that succeeded).
+            std::thread::sleep((begun + TTL + Duration::from_secs(2)).duration_since(Instant::now()));
+            stop.store(true, Ordering::Relaxed);
+            let outcome = sampler.join().expect("the sampler does not panic");
+            (restart, outcome)
+        });
+        let (total, longest, first_fenced, other) = outcome;
+        let killed = killed_at.lock().unwrap().expect("set");
+        let line = format!(
+            "\n  {which:?} restart {}: killed {:.0} ms into the renewal interval; restart took \
+             {:.0} ms; fenced {:.0} ms in all (longest {:.0} ms), first {}; other errors: {other}",
+            trial + 1,
+            offset.as_secs_f64() * 1e3,
+            restart.as_secs_f64() * 1e3,
+            total.as_secs_f64() * 1e3,
+            longest.as_secs_f64() * 1e3,
+            match first_fenced {
+                Some(t) if t >= killed => format!("{:.0} ms after the kill", (t - killed).as_secs_f64() * 1e3),
+                Some(t) => format!("{:.0} ms before the kill", (killed - t).as_secs_f64() * 1e3),
+                None => "never".into(),
+            }
+        );
+        eprint!("{line}");
+        lines += &line;
+        took.push(restart);
+        fenced.push(total);
+        drop(generator);
+    }
+    eprintln!();
+    Ok((took, fenced, lines))
+}
+
+/// User and system CPU time of a process (`own`), and of its children it
+/// has waited for (`reaped`), from /proc/<pid>/stat, in seconds.
+struct Cpu {
+    own: f64,
+    reaped: f64,
+}
+
+fn cpu_of(pid: u32) -> Result<Cpu, Box<dyn std::error::Error>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let after_name = stat.rsplit_once(')').ok_or("malformed stat")?.1;
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line.
-    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    let per_second: f64 = String::from_utf8(
+    // utime, stime, cutime and cstime are fields 14 to 17 of the whole line.
+    let tick = |i: usize| -> Result<f64, Box<dyn std::error::Error>> {
+        Ok(fields.get(i).ok_or("short stat")?.parse::<u64>()? as f64)
+    };
+    let per_second = clock_ticks()?;
+    Ok(Cpu {
+        own: (tick(11)? + tick(12)?) / per_second,
+        reaped: (tick(13)? + tick(14)?) / per_second,
+    })
+}
+
+fn clock_ticks() -> Result<f64, Box<dyn std::error::Error>> {
+    Ok(String::from_utf8(
         std::process::Command::new("getconf")
             .arg("CLK_TCK")
             .output()?
             .stdout,
     )?
     .trim()
-    .parse()?;
-    Ok(ticks as f64 / per_second)
+    .parse()?)
+}
+
+/// The processes whose parent is `parent` (PostgreSQL's backends and
+/// helpers are the postmaster's children).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
 }
 
 /// One plain request over a socket, the whole reply.
-fn ask(server: &Server, request: &[u8]) -> Result<String, Box<dyn std::error::Error>> {
-    let mut s = TcpStream::connect(server.addr())?;
+fn ask(addr: SocketAddr, request: &[u8]) -> Result<String, Box<dyn std::error::Error>> {
+    let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_millis(500)))?;
     s.write_all(request)?;
     let mut reply = Vec::new();
@@ -282,7 +698,7 @@ fn ask(server: &Server, request: &[u8]) -> Result<String, Box<dyn std::error::Er
 fn renewal_requests(server: &Server) -> Result<u64, Box<dyn std::error::Error>> {
     match server.kind {
         Kind::Etcd => {
-            let metrics = ask(server, b"GET /metrics HTTP/1.0\r\n\r\n")?;
+            let metrics = ask(server.addr(), b"GET /metrics HTTP/1.0\r\n\r\n")?;
             let mut total = 0.0;
             for line in metrics.lines() {
                 let counted = (line.starts_with("grpc_server_handled_total{")
@@ -296,7 +712,7 @@ fn renewal_requests(server: &Server) -> Result<u64, Box<dyn std::error::Error>> 
             Ok(total as u64)
         }
         Kind::Redis => {
-            let info = ask(server, b"INFO commandstats\r\n")?;
+            let info = ask(server.addr(), b"INFO commandstats\r\n")?;
             let calls = info
                 .lines()
                 .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
@@ -314,8 +730,8 @@ fn renewal_requests(server: &Server) -> Result<u64, Box<dyn std::error::Error>> 
     }
 }
 
-fn etcd_mean_fsync_ms(server: &Server) -> Option<f64> {
-    let metrics = ask(server, b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+fn etcd_mean_fsync_ms(db: &Db) -> Option<f64> {
+    let metrics = ask(db.addr(), b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
     let value = |name: &str| {
         metrics
             .lines()
@@ -327,8 +743,8 @@ fn etcd_mean_fsync_ms(server: &Server) -> Option<f64> {
     Some(sum / count * 1e3)
 }
 
-fn redis_usec_per_call(server: &Server) -> Option<f64> {
-    let info = ask(server, b"INFO commandstats\r\n").ok()?;
+fn redis_usec_per_call(db: &Db) -> Option<f64> {
+    let info = ask(db.addr(), b"INFO commandstats\r\n").ok()?;
     let line = info.lines().find(|l| l.starts_with("cmdstat_evalsha:"))?;
     line.split("usec_per_call=")
         .nth(1)?
