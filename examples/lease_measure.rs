@@ -20,11 +20,12 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flakeid::report::{cpu_model, quantile};
-use flakeid::{GenerateError, Generator, Layout, Lease};
+use flakeid::{Event, GenerateError, Generator, Layout, Lease};
 use flakeid_test_servers::{Kind, Mariadb, Postgres, Proxy, Server, unique_prefix, url_at};
 
 /// The TTL the figures are for (the lease's default).
@@ -137,9 +138,8 @@ impl Db {
                 })
             }
             Db::Mariadb(s) => {
-                let answer = s.sql(
-                    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_update')",
-                )?;
+                let answer =
+                    s.sql("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_update')")?;
                 let mut counts = Counts {
                     renewals: 0,
                     statements: 0,
@@ -246,10 +246,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     row("round trips per renewal (by the code)", &|m| {
         m.trips_per_renewal.to_string()
     });
-    row(
-        "statements (requests) per renewal, server-counted",
-        &|m| format!("{:.2}", m.statements_per_renewal),
-    );
+    row("statements (requests) per renewal, server-counted", &|m| {
+        format!("{:.2}", m.statements_per_renewal)
+    });
     row(
         "statements (requests) per build and drop, server-counted",
         &|m| match m.statements_per_claim {
@@ -335,6 +334,19 @@ fn median_max(values: &[Duration]) -> String {
             "{:.0} / {:.0} ms",
             median.as_secs_f64() * 1e3,
             max.as_secs_f64() * 1e3
+        ),
+        _ => "—".into(),
+    }
+}
+
+fn median_min(values: &[Duration]) -> String {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    match (sorted.get(sorted.len() / 2), sorted.first()) {
+        (Some(median), Some(min)) => format!(
+            "{:.0} / {:.0} ms",
+            median.as_secs_f64() * 1e3,
+            min.as_secs_f64() * 1e3
         ),
         _ => "—".into(),
     }
@@ -496,14 +508,18 @@ fn measure(
         cpu1 - cpu0
     );
     match which {
-        Which::Etcd => note += &format!(
-            "; mean WAL fsync {:.2} ms over the run (each mark is a Raft write)",
-            etcd_mean_fsync_ms(db).unwrap_or(f64::NAN)
-        ),
-        Which::Redis => note += &format!(
-            "; Redis' own count: {:.1} µs per script call (appendfsync always)",
-            redis_usec_per_call(db).unwrap_or(f64::NAN)
-        ),
+        Which::Etcd => {
+            note += &format!(
+                "; mean WAL fsync {:.2} ms over the run (each mark is a Raft write)",
+                etcd_mean_fsync_ms(db).unwrap_or(f64::NAN)
+            )
+        }
+        Which::Redis => {
+            note += &format!(
+                "; Redis' own count: {:.1} µs per script call (appendfsync always)",
+                redis_usec_per_call(db).unwrap_or(f64::NAN)
+            )
+        }
         _ => {}
     }
     note += &format!("; claims' statements also measured: {statements_per_claim:?} per build+drop");
@@ -540,14 +556,35 @@ fn restart_fencing(
 ) -> Result<(Vec<Duration>, Vec<Duration>, String), Box<dyn std::error::Error>> {
     let which = db.which();
     let (mut took, mut fenced, mut lines) = (Vec::new(), Vec::new(), String::new());
+    let mut left = Vec::new();
     let every = renew_every(which, TTL);
     for trial in 0..trials {
-        let generator = open(lease(db, &unique_prefix("restart")))?;
+        // The keeper's renewals (sent, answered) and failures, as its
+        // events report them.
+        let extended = Arc::new(Mutex::new(Vec::<(Instant, Instant)>::new()));
+        let failed = Arc::new(AtomicU64::new(0));
+        let hook = {
+            let (extended, failed) = (extended.clone(), failed.clone());
+            move |event: &Event| match event {
+                Event::LeaseExtended { sent, answered, .. } => {
+                    extended.lock().unwrap().push((*sent, *answered))
+                }
+                Event::LeaseRenewalFailed { .. } => {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+        };
+        let generator = Generator::builder(Layout::twitter())
+            .lease(lease(db, &unique_prefix("restart")))
+            .on_event(hook)
+            .build()?;
+        generator.next_id();
         // The fence opened at most a few ms ago: kill at a point of the
         // renewal interval that moves with each trial.
         let offset = every.mul_f64((trial as f64 + 0.5) / trials.max(1) as f64);
         let stop = AtomicBool::new(false);
-        let killed_at = std::sync::Mutex::new(None::<Instant>);
+        let killed_at = Mutex::new(None::<Instant>);
         let (restart, outcome) = std::thread::scope(|scope| {
             let sampler = scope.spawn(|| {
                 let mut total = Duration::ZERO;
@@ -594,26 +631,55 @@ fn restart_fencing(
             // Watch one TTL and 2 s past the kill: a renewal that failed
             // closes the fence by the deadline (TTL less the margin after
             // the last one that succeeded).
-            std::thread::sleep((begun + TTL + Duration::from_secs(2)).duration_since(Instant::now()));
+            std::thread::sleep(
+                (begun + TTL + Duration::from_secs(2)).duration_since(Instant::now()),
+            );
             stop.store(true, Ordering::Relaxed);
             let outcome = sampler.join().expect("the sampler does not panic");
             (restart, outcome)
         });
         let (total, longest, first_fenced, other) = outcome;
         let killed = killed_at.lock().unwrap().expect("set");
+        // The deadline in force at the kill (the last renewal sent before
+        // it, plus the TTL less the margin), and the first renewal answered
+        // after it: how much of the deadline the restart left.
+        let renewals = extended.lock().unwrap().clone();
+        let deadline = renewals
+            .iter()
+            .filter(|(sent, _)| *sent < killed)
+            .map(|(sent, _)| *sent + TTL - TTL / 5)
+            .max();
+        let again = renewals
+            .iter()
+            .filter(|(sent, _)| *sent > killed)
+            .map(|(_, answered)| *answered)
+            .min();
+        let resumed = match (deadline, again) {
+            (Some(deadline), Some(again)) => {
+                let after = (again - killed).as_secs_f64() * 1e3;
+                left.push(deadline.saturating_duration_since(again));
+                format!(
+                    "renewed again {after:.0} ms after the kill, {:.0} ms before the deadline",
+                    (deadline.saturating_duration_since(again)).as_secs_f64() * 1e3
+                )
+            }
+            _ => "no renewal after the kill".into(),
+        };
         let line = format!(
             "\n  {which:?} restart {}: killed {:.0} ms into the renewal interval; restart took \
-             {:.0} ms; fenced {:.0} ms in all (longest {:.0} ms), first {}; other errors: {other}",
+             {:.0} ms; fenced {:.0} ms in all (longest {:.0} ms), first {}; {resumed}; {} renewals failed; other errors: {other}",
             trial + 1,
             offset.as_secs_f64() * 1e3,
             restart.as_secs_f64() * 1e3,
             total.as_secs_f64() * 1e3,
             longest.as_secs_f64() * 1e3,
             match first_fenced {
-                Some(t) if t >= killed => format!("{:.0} ms after the kill", (t - killed).as_secs_f64() * 1e3),
+                Some(t) if t >= killed =>
+                    format!("{:.0} ms after the kill", (t - killed).as_secs_f64() * 1e3),
                 Some(t) => format!("{:.0} ms before the kill", (killed - t).as_secs_f64() * 1e3),
                 None => "never".into(),
-            }
+            },
+            failed.load(Ordering::Relaxed),
         );
         eprint!("{line}");
         lines += &line;
@@ -622,6 +688,10 @@ fn restart_fencing(
         drop(generator);
     }
     eprintln!();
+    lines += &format!(
+        "\n  {which:?}: deadline left when a renewal went through again, median / min: {}",
+        median_min(&left)
+    );
     Ok((took, fenced, lines))
 }
 
