@@ -428,7 +428,9 @@
 //! claimer's if longer) waits until that stretch is over before its
 //! generator issues ([`Event::LeaseWaiting`](crate::Event::LeaseWaiting)):
 //! by then every lease the old primary acknowledged has ended, lost or
-//! not. The cost: after a failover, generators that had to claim anew
+//! not. (A MySQL server restarted under another host name, as a pod may
+//! be, counts as new too: one wait, no harm.) The cost: after a failover,
+//! generators that had to claim anew
 //! (their rows lost, or their process restarted) wait up to one TTL; those
 //! whose rows survived renew on the new primary without a pause. A standby
 //! given as the URL, or a read-only session, is refused
