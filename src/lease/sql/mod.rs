@@ -299,11 +299,17 @@ impl<D: Db> SqlStore<D> {
         Planted::default()
     }
 
-    /// Runs one call within the budget, connecting first if needed.
+    /// Runs one call within the budget, connecting first if needed. A call
+    /// that may be sent twice (`retry`: it changes nothing a second time)
+    /// and fails as unreachable on a connection made earlier is sent once
+    /// more on a new one, within the same budget: a server restarted since
+    /// the last call leaves a dead connection that only a call discovers,
+    /// and that should not cost a renewal.
     fn call<T>(
         &mut self,
         what: &str,
-        run: impl FnOnce(&mut D, &Take<'_>, Instant) -> Result<T, DbError>,
+        retry: bool,
+        mut run: impl FnMut(&mut D, &Take<'_>, Instant) -> Result<T, DbError>,
         ceiling_ms: u64,
     ) -> Result<T, LeaseError> {
         let budget = self.limit.budget();
@@ -311,21 +317,28 @@ impl<D: Db> SqlStore<D> {
             return Err(self.unreachable(what, "no time left".into()));
         }
         let deadline = Instant::now() + budget;
-        if !self.db.connected()
-            && let Err(e) = self.db.connect(deadline)
-        {
-            return Err(self.error("connect", e));
-        }
-        let take = Take {
-            prefix: &self.prefix,
-            token: &self.token,
-            ttl_ms: self.ttl_ms,
-            ceiling_ms,
-            planted: self.planted(),
-        };
-        match run(&mut self.db, &take, deadline) {
-            Ok(value) => Ok(value),
-            Err(e) => Err(self.error(what, e)),
+        let mut fresh = false;
+        loop {
+            if !self.db.connected() {
+                if let Err(e) = self.db.connect(deadline) {
+                    return Err(self.error("connect", e));
+                }
+                fresh = true;
+            }
+            let take = Take {
+                prefix: &self.prefix,
+                token: &self.token,
+                ttl_ms: self.ttl_ms,
+                ceiling_ms,
+                planted: self.planted(),
+            };
+            match run(&mut self.db, &take, deadline) {
+                Ok(value) => return Ok(value),
+                Err(DbError::Unreachable(_)) if retry && !fresh && Instant::now() < deadline => {
+                    self.db.disconnect();
+                }
+                Err(e) => return Err(self.error(what, e)),
+            }
         }
     }
 
@@ -410,6 +423,7 @@ impl<D: Db> Store for SqlStore<D> {
         let ttl_ms = self.ttl_ms;
         let wait_ms = self.call(
             "check the epoch",
+            true,
             |db, _, deadline| db.epoch_wait(ttl_ms, deadline),
             ask.ceiling_ms,
         )?;
@@ -419,6 +433,7 @@ impl<D: Db> Store for SqlStore<D> {
             let (first, last) = (ask.first, ask.last);
             let rows = self.call(
                 "list the node ids",
+                true,
                 |db, take, deadline| db.rows(take, first, last, deadline),
                 ask.ceiling_ms,
             )?;
@@ -432,6 +447,9 @@ impl<D: Db> Store for SqlStore<D> {
             };
             let taken = self.call(
                 "claim a node id",
+                // Applied but unanswered, a second copy would find the row
+                // taken (by this holder) and take another node id.
+                false,
                 |db, take, deadline| db.take(take, node, seen, deadline),
                 ask.ceiling_ms,
             )?;
@@ -455,6 +473,7 @@ impl<D: Db> Store for SqlStore<D> {
         let node = claim.node;
         self.call(
             "renew the lease",
+            true,
             |db, take, deadline| db.renew(take, node, deadline),
             ceiling_ms,
         )
@@ -464,6 +483,7 @@ impl<D: Db> Store for SqlStore<D> {
         let node = claim.node;
         self.call(
             "release the node id",
+            true,
             |db, take, deadline| db.release(take.prefix, take.token, node, mark_ms, deadline),
             claim.ceiling_ms,
         )
