@@ -477,9 +477,14 @@
 //! A claim takes about 2 ms on etcd and 0.5 ms on Redis; a renewal, every
 //! third of the TTL, is two requests (388 bytes) on etcd and one (210 bytes)
 //! on Redis, so at the default 10 s TTL half a server core keeps about 2,200
-//! nodes on etcd and 16,000 on Redis. The measurements, their method and the
-//! command that repeats them are in the repository's
-//! `benches/results/lease.md`.
+//! nodes on etcd and 16,000 on Redis. On PostgreSQL a claim (a new session
+//! included) takes about 12 ms and on MariaDB about 3 ms; a renewal is one
+//! statement (464 and 169 bytes), so 1,000 holders at the default TTL cost
+//! 300 statements a second, and half a server core keeps about 5,300 nodes
+//! on PostgreSQL and 5,700 on MariaDB (measured with their data on tmpfs;
+//! each holder keeps a session open, so mind `max_connections`). The
+//! measurements, their method and the command that repeats them are in the
+//! repository's `benches/results/lease.md`.
 
 pub use crate::error::LeaseError;
 
