@@ -419,7 +419,17 @@ const CLOCK_CHILD_ENV: &str = "FLAKEID_TEST_CLOCK_AHEAD_CHILD";
 /// planted in the claimant (the plant build). `Err` names the failure.
 pub fn clock_ahead(server: &Server, child: &str, plant: Option<&str>) -> Result<(), String> {
     let prefix = unique_prefix("clock-ahead");
-    let holder = build(server.lease(&prefix).node_ids(0..=1)).unwrap();
+    // A long TTL: the holder's row must stay unexpired by the database's
+    // clock however long a loaded machine keeps its keeper from renewing;
+    // the claimant's clock, 10 minutes ahead, still passes its expiry.
+    let holder = build(
+        server
+            .lease(&prefix)
+            .node_ids(0..=1)
+            .ttl(Duration::from_secs(30))
+            .safety_margin(Duration::from_secs(6)),
+    )
+    .unwrap();
     assert_eq!(holder.node_id(), 0);
     holder.next_id();
     let output = Command::new(std::env::current_exe().unwrap())
