@@ -397,14 +397,22 @@ impl Postgres {
         // found as the postmaster's children, while it is stopped and
         // cannot start another.
         pause_process(postmaster);
-        let backends = children_of(postmaster);
-        for &pid in &backends {
+        // Each with its start time: once it is gone, its pid may be reused
+        // (pid_max is 32768, and the tests start thousands of threads).
+        let backends: Vec<(u32, Option<u64>)> = children_of(postmaster)
+            .into_iter()
+            .map(|pid| (pid, start_time(pid)))
+            .collect();
+        for &(pid, _) in &backends {
             signal(pid, libc::SIGKILL);
         }
         let _ = child.kill();
         let _ = child.wait();
         let begun = Instant::now();
-        while let Some(&pid) = backends.iter().find(|&&pid| is_alive(pid)) {
+        while let Some(&(pid, _)) = backends
+            .iter()
+            .find(|&&(pid, started)| is_alive(pid) && start_time(pid) == started)
+        {
             if begun.elapsed() > Duration::from_secs(30) {
                 panic!(
                     "process {pid} of {} outlived SIGKILL by 30 s; log:\n{}",
@@ -739,6 +747,19 @@ fn pause_process(pid: u32) {
 
 fn process_state(pid: u32) -> Option<char> {
     stat(pid).map(|(state, _)| state)
+}
+
+/// When a process started (clock ticks after boot, `/proc/<pid>/stat`'s
+/// 22nd field): a pid and its start time name one process, a pid alone
+/// may be reused.
+fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after `(comm)` start at the 3rd: the 22nd is the 20th of them.
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 /// Whether a process still runs: a zombie holds no memory or sockets.
