@@ -337,6 +337,30 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The TTL a store records (Redis' `PX`, a SQL row's expiry): whole
+/// milliseconds, rounded up, so a claim never expires in the store before
+/// the fence (which keeps to the exact TTL) closes.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+#[cfg(all(test, not(flakeid_loom)))]
+mod ttl_tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_millisecond_ttl_is_rounded_up_not_down() {
+        assert_eq!(ttl_ms(Duration::from_millis(1_000)), 1_000);
+        assert_eq!(ttl_ms(Duration::from_micros(1_000_500)), 1_001);
+        assert_eq!(ttl_ms(Duration::from_nanos(100_000_001)), 101);
+        assert_eq!(ttl_ms(Duration::MAX), u64::MAX);
+    }
+}
+
 /// A claim the fence is open for, or will open for.
 struct Held {
     claim: Claim,

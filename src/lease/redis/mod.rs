@@ -34,7 +34,7 @@ use redis::{
 };
 
 use self::sentinel::Sentinels;
-use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
+use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store, ttl_ms};
 use crate::error::LeaseError;
 #[cfg(any(test, flakeid_plant))]
 use crate::plant::Plant;
@@ -547,12 +547,6 @@ fn with_script<T>(
     }
 }
 
-/// The TTL sent to Redis (`PX`): whole milliseconds, rounded up, so a key
-/// never expires before the fence (which keeps to the exact TTL) closes.
-fn ttl_ms(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
 /// A mark as the scripts return it.
 fn parse_mark(what: &str, value: &str) -> Result<u64, LeaseError> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
@@ -692,18 +686,5 @@ impl RedisStore {
                 .invoke(c)
         })?;
         Ok(())
-    }
-}
-
-#[cfg(all(test, not(flakeid_loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sub_millisecond_ttl_is_rounded_up_not_down() {
-        assert_eq!(ttl_ms(Duration::from_millis(1_000)), 1_000);
-        assert_eq!(ttl_ms(Duration::from_micros(1_000_500)), 1_001);
-        assert_eq!(ttl_ms(Duration::from_nanos(100_000_001)), 101);
-        assert_eq!(ttl_ms(Duration::MAX), u64::MAX);
     }
 }

@@ -50,7 +50,7 @@ pub(crate) mod postgres;
 
 use std::time::{Duration, Instant};
 
-use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store};
+use super::keeper::{Ask, CallLimit, Claim, Claimed, Settings, Skipped, Store, ttl_ms};
 use crate::error::LeaseError;
 #[cfg(any(test, flakeid_plant))]
 use crate::plant::Plant;
@@ -240,13 +240,6 @@ pub(crate) struct SqlStore<D> {
     limit: CallLimit,
     #[cfg(any(test, flakeid_plant))]
     plant: Option<Plant>,
-}
-
-/// The TTL written to the database: whole milliseconds, rounded up, so a
-/// row never expires before the fence (which keeps to the exact TTL)
-/// closes.
-fn ttl_ms(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 impl<D: Db> SqlStore<D> {
@@ -573,11 +566,5 @@ mod tests {
         let a = ask(u64::MAX - 1, u64::MAX);
         let rows = [row(u64::MAX - 1, 0, false), row(u64::MAX, 0, false)];
         assert_eq!(chosen(&rows, &a).0, None);
-    }
-
-    #[test]
-    fn a_sub_millisecond_ttl_is_rounded_up() {
-        assert_eq!(ttl_ms(Duration::from_micros(1_000_500)), 1_001);
-        assert_eq!(ttl_ms(Duration::from_secs(10)), 10_000);
     }
 }
