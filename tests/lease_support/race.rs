@@ -3,7 +3,7 @@
 use super::*;
 
 const CHILD_ENV: &str = "FLAKEID_LEASE_CHILD";
-const RACE_TTL: Duration = Duration::from_secs(3);
+const RACE_TTL: Duration = Duration::from_secs(6);
 pub const GENERATORS_PER_CHILD: usize = 32;
 const IDS_PER_GENERATOR: usize = 2_000;
 

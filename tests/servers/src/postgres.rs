@@ -413,10 +413,13 @@ impl Postgres {
             .iter()
             .find(|&&(pid, started)| is_alive(pid) && start_time(pid) == started)
         {
-            if begun.elapsed() > Duration::from_secs(30) {
+            if begun.elapsed() > Duration::from_secs(60) {
                 panic!(
-                    "process {pid} of {} outlived SIGKILL by 30 s; log:\n{}",
+                    "process {pid} of {} outlived SIGKILL by 60 s (state {:?}, parent {:?}); \
+                     log:\n{}",
                     self.name,
+                    process_state(pid),
+                    stat(pid).map(|(_, parent)| parent),
                     self.log_tail()
                 );
             }
