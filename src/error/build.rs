@@ -68,6 +68,23 @@ pub enum BuildError {
     /// No node id could be leased (the `etcd` and `redis` features); no ID
     /// was issued.
     Lease(LeaseError),
+    /// [`Builder::build_shared`](crate::Builder::build_shared): the shared
+    /// word holds the state of a generator with another node id. Two node
+    /// ids on one word would give one of them the other's sequence.
+    SharedWordNodeId {
+        /// The node id in the word.
+        found: u64,
+        /// The node id of the generator being built.
+        node_id: u64,
+    },
+    /// [`Builder::build_shared`](crate::Builder::build_shared) with an
+    /// option that belongs to one generator, not to a word many share:
+    /// restart safety (`persist`) or a lease. The word's owner keeps it
+    /// safe across restarts (the PostgreSQL extension in the WAL).
+    SharedWordUnsupported {
+        /// The option, for example `"Builder::persist"`.
+        option: &'static str,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -101,6 +118,14 @@ impl fmt::Display for BuildError {
             ),
             BuildError::State(e) => e.fmt(f),
             BuildError::Lease(e) => e.fmt(f),
+            BuildError::SharedWordNodeId { found, node_id } => write!(
+                f,
+                "the shared state word holds node id {found}'s state, not node id {node_id}'s"
+            ),
+            BuildError::SharedWordUnsupported { option } => write!(
+                f,
+                "{option} belongs to one generator and cannot be used on a shared state word"
+            ),
         }
     }
 }

@@ -6,13 +6,15 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cell::SharedCell;
 use super::plan::{Plan, PlanConfig};
 use super::policy::{OnClockBehind, OnExhausted};
-use super::{Generator, MutexGenerator};
+use super::{Generator, MutexGenerator, SharedGenerator};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::BuildError;
 use crate::events::{EventHook, Events};
 use crate::fence::{Fence, Keeper};
+use crate::id::Id;
 use crate::layout::FieldError;
 use crate::layout::Layout;
 use crate::persist::{self, Persist, Persister};
@@ -577,6 +579,74 @@ impl<C: Clock> Builder<C> {
     /// ```
     pub fn build_mutex(self) -> Result<MutexGenerator<C>, BuildError> {
         Ok(MutexGenerator::from_parts(self.into_parts()?))
+    }
+
+    /// Builds a [`SharedGenerator`] over `word`, a state word that other
+    /// generators (other processes, through shared memory) advance too:
+    /// together they issue each ID once, with the lock-free generator's
+    /// compare-and-swap. A zero word is a new one; otherwise it must hold a
+    /// state installed by a generator of this layout and node id.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Builder::build); [`BuildError::SharedWordNodeId`] if
+    /// the word holds another node id's state;
+    /// [`BuildError::SharedWordUnsupported`] with
+    /// [`persist`](Builder::persist) or a lease, which belong to one
+    /// generator (the word's owner keeps it safe across restarts).
+    ///
+    /// ```
+    /// use flakeid::{BuildError, Generator, Layout, ManualClock};
+    /// use std::sync::atomic::AtomicU64;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// static WORD: AtomicU64 = AtomicU64::new(0);
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let one = Generator::builder(Layout::twitter()).node_id(4).clock(clock.clone());
+    /// let (a, b) = (one.clone().build_shared(&WORD)?, one.build_shared(&WORD)?);
+    /// let ids = [a.next_id(), b.next_id(), a.next_id()];
+    /// assert!(ids[0] < ids[1] && ids[1] < ids[2]);
+    /// let other = Generator::builder(Layout::twitter()).node_id(5).clock(clock).build_shared(&WORD);
+    /// assert!(matches!(other, Err(BuildError::SharedWordNodeId { found: 4, node_id: 5 })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build_shared(
+        self,
+        word: &'static crate::primitive::AtomicU64,
+    ) -> Result<SharedGenerator<C>, BuildError> {
+        if self.persist.is_some() {
+            return Err(BuildError::SharedWordUnsupported {
+                option: "Builder::persist",
+            });
+        }
+        #[cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        ))]
+        if self.lease.is_some() {
+            return Err(BuildError::SharedWordUnsupported {
+                option: "Builder::lease",
+            });
+        }
+        let parts = self.into_parts()?;
+        let mask = parts.plan.node_mask();
+        let cell = SharedCell::adopt(word, parts.state, mask).map_err(|found| {
+            let node_of = |state: u64| {
+                parts
+                    .plan
+                    .layout
+                    .decode(Id::from_u64(state & mask))
+                    .map_or(0, |d| d.node_id())
+            };
+            BuildError::SharedWordNodeId {
+                found: node_of(found),
+                node_id: node_of(parts.state),
+            }
+        })?;
+        Ok(SharedGenerator::from_shared(parts, cell))
     }
 
     /// How far ahead of the clock the timestamp may run: the

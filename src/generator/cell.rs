@@ -74,6 +74,39 @@ pub struct AtomicCell(CachePadded<AtomicU64>);
 /// ```
 pub struct LockedCell(CachePadded<Mutex<u64>>);
 
+/// A cell over a word the generator does not own: an `AtomicU64` in memory
+/// that other generators, in this process or in others (shared memory),
+/// advance by compare-and-swap too. The attempt is the lock-free
+/// generator's, word for word: every generator over the word installs
+/// strictly larger successors, so together they issue each ID once, as one
+/// [`Generator`](crate::Generator) shared by all their callers would.
+/// [`SharedGenerator`](crate::SharedGenerator) is a
+/// [`CellGenerator`](crate::CellGenerator) over it; build one with
+/// [`Builder::build_shared`](crate::Builder::build_shared).
+///
+/// Every generator over one word must share its layout and node id (the
+/// build checks the node id against the word) and read clocks that agree,
+/// within the `OnClockBehind` policy's tolerance: a clock behind the word's
+/// tick is a clock behind, as in one process.
+///
+/// ```
+/// use flakeid::{Generator, Layout, ManualClock};
+/// use std::sync::atomic::AtomicU64;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// static WORD: AtomicU64 = AtomicU64::new(0);
+/// let builder = Generator::builder(Layout::twitter())
+///     .node_id(1)
+///     .clock(ManualClock::new(1_700_000_000_000));
+/// let (a, b) = (builder.clone().build_shared(&WORD)?, builder.build_shared(&WORD)?);
+/// let (x, y) = (a.next_id(), b.next_id());
+/// assert!(x < y); // one sequence between them
+/// assert!(format!("{a:?}").starts_with("SharedGenerator {"));
+/// # Ok(())
+/// # }
+/// ```
+pub struct SharedCell(&'static AtomicU64);
+
 /// What a cell does for the generator: crate-private, so no one outside can
 /// add a cell ([`StateCell`] requires it).
 pub(crate) mod sealed {
@@ -88,14 +121,17 @@ pub(crate) mod sealed {
         /// The name `Debug` prints for a generator over this cell.
         const GENERATOR: &'static str;
 
-        fn new(state: u64) -> Self;
-
         /// Starts an attempt: loads the word (acquiring the clock reading
         /// its tick came from), or locks it.
         fn hold(&self) -> Self::Held<'_>;
 
         /// The word now, for reports (`last_id`, the final save on drop).
         fn get(&self) -> u64;
+    }
+
+    /// A cell the generator owns: made with the first state.
+    pub trait Owned: Cell {
+        fn new(state: u64) -> Self;
     }
 
     /// One attempt's view of the state word.
@@ -111,14 +147,21 @@ pub(crate) mod sealed {
     }
 }
 
-use sealed::{Cell, Held};
+use sealed::{Cell, Held, Owned};
 
 impl StateCell for AtomicCell {}
 impl StateCell for LockedCell {}
+impl StateCell for SharedCell {}
 
 impl fmt::Debug for AtomicCell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("AtomicCell").field(&self.get()).finish()
+    }
+}
+
+impl fmt::Debug for SharedCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SharedCell").field(&self.get()).finish()
     }
 }
 
@@ -134,14 +177,16 @@ pub struct Loaded<'a> {
     cur: u64,
 }
 
+impl Owned for AtomicCell {
+    fn new(state: u64) -> Self {
+        AtomicCell(CachePadded::new(AtomicU64::new(state)))
+    }
+}
+
 impl Cell for AtomicCell {
     type Held<'a> = Loaded<'a>;
 
     const GENERATOR: &'static str = "Generator";
-
-    fn new(state: u64) -> Self {
-        AtomicCell(CachePadded::new(AtomicU64::new(state)))
-    }
 
     #[inline(always)]
     fn hold(&self) -> Loaded<'_> {
@@ -161,6 +206,39 @@ impl AtomicCell {
     #[cfg(flakeid_loom)]
     pub(crate) fn word(&self) -> &AtomicU64 {
         &self.0
+    }
+}
+
+impl SharedCell {
+    /// A cell over `word`, which holds `first` if no generator has used it
+    /// (it is 0), or else a state installed by a generator of the same
+    /// layout: `Err(found)` when that state's node bits (`node_mask`) are
+    /// not `first`'s.
+    pub(crate) fn adopt(word: &'static AtomicU64, first: u64, node_mask: u64) -> Result<Self, u64> {
+        match word.compare_exchange(0, first, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(SharedCell(word)),
+            Err(found) if found & node_mask == first & node_mask => Ok(SharedCell(word)),
+            Err(found) => Err(found),
+        }
+    }
+}
+
+/// The lock-free generator's attempt, on a word it does not own.
+impl Cell for SharedCell {
+    type Held<'a> = Loaded<'a>;
+
+    const GENERATOR: &'static str = "SharedGenerator";
+
+    #[inline(always)]
+    fn hold(&self) -> Loaded<'_> {
+        Loaded {
+            word: self.0,
+            cur: self.0.load(Ordering::Acquire),
+        }
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -199,14 +277,16 @@ impl Held for Loaded<'_> {
     }
 }
 
+impl Owned for LockedCell {
+    fn new(state: u64) -> Self {
+        LockedCell(CachePadded::new(Mutex::new(state)))
+    }
+}
+
 impl Cell for LockedCell {
     type Held<'a> = MutexGuard<'a, u64>;
 
     const GENERATOR: &'static str = "MutexGenerator";
-
-    fn new(state: u64) -> Self {
-        LockedCell(CachePadded::new(Mutex::new(state)))
-    }
 
     #[inline(always)]
     fn hold(&self) -> MutexGuard<'_, u64> {

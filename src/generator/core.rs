@@ -108,9 +108,9 @@ enum Miss {
 }
 
 impl<C, S: StateCell> Core<C, S> {
-    pub(crate) fn new(parts: Components<C>) -> Self {
+    pub(crate) fn new(parts: Components<C>, state: S) -> Self {
         Core {
-            state: S::new(parts.state),
+            state,
             plan: parts.plan,
             clock: parts.clock,
             telemetry: Telemetry::new(parts.counters, parts.events),

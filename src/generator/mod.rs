@@ -31,7 +31,7 @@ use std::fmt;
 pub(crate) use crate::error::GenerateError;
 pub use batch::IdBatch;
 pub use builder::Builder;
-pub use cell::{AtomicCell, LockedCell, StateCell};
+pub use cell::{AtomicCell, LockedCell, SharedCell, StateCell};
 pub use health::Health;
 pub use policy::{OnClockBehind, OnExhausted};
 pub use telemetry::Stats;
@@ -234,6 +234,28 @@ pub type Generator<C = MonotonicClock> = CellGenerator<C, AtomicCell>;
 /// ```
 pub type MutexGenerator<C = MonotonicClock> = CellGenerator<C, LockedCell>;
 
+/// Generators in many processes over one word in shared memory: each
+/// process builds its own over the same `&'static AtomicU64` with
+/// [`Builder::build_shared`], and together they issue each ID once, as one
+/// [`Generator`] would (the attempt is the same compare-and-swap; see
+/// [`SharedCell`]). This is how the PostgreSQL extension (`flakeid-pg`)
+/// makes IDs from every backend at once.
+///
+/// ```
+/// use flakeid::{Generator, Layout, SharedGenerator};
+/// use std::sync::atomic::AtomicU64;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// static WORD: AtomicU64 = AtomicU64::new(0);
+/// let generator: SharedGenerator = Generator::builder(Layout::twitter())
+///     .node_id(3)
+///     .build_shared(&WORD)?;
+/// assert_eq!(generator.layout().decode(generator.next_id())?.node_id(), 3);
+/// # Ok(())
+/// # }
+/// ```
+pub type SharedGenerator<C = MonotonicClock> = CellGenerator<C, SharedCell>;
+
 impl Generator {
     /// Starts configuring a generator for `layout`, with the default
     /// [`MonotonicClock`] and the default policies. There is no default node
@@ -284,14 +306,28 @@ impl MutexGenerator {
 
 /// Every method of both generators: each hands the call to the core
 /// (`core.rs`).
-impl<C: Clock, S: StateCell> CellGenerator<C, S> {
-    /// A generator made of what [`Builder::into_parts`] made.
+impl<C: Clock, S: StateCell + cell::sealed::Owned> CellGenerator<C, S> {
+    /// A generator made of what [`Builder::into_parts`] made, in a cell of
+    /// its own.
     pub(crate) fn from_parts(parts: Components<C>) -> Self {
+        let state = S::new(parts.state);
         CellGenerator {
-            core: Core::new(parts),
+            core: Core::new(parts, state),
         }
     }
+}
 
+impl<C: Clock> SharedGenerator<C> {
+    /// A generator made of what [`Builder::into_parts`] made, over a word
+    /// it shares.
+    pub(crate) fn from_shared(parts: Components<C>, cell: SharedCell) -> Self {
+        CellGenerator {
+            core: Core::new(parts, cell),
+        }
+    }
+}
+
+impl<C: Clock, S: StateCell> CellGenerator<C, S> {
     /// The next ID, waiting as the policies say.
     ///
     /// With the default policies (`OnExhausted::Wait`, `OnClockBehind::Continue`)

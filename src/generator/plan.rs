@@ -188,6 +188,11 @@ impl Plan {
 
     /// The state before any ID: timestamp 0 with sequence 0 taken, so the
     /// first ID is never the all-zero one and no tick is skipped.
+    /// The bits of the state that hold the node id.
+    pub(crate) fn node_mask(&self) -> u64 {
+        self.node_mask
+    }
+
     pub(crate) fn initial_state(&self) -> u64 {
         (self.first_clock_id << self.clk_shift) | self.node_bits
     }
