@@ -138,3 +138,7 @@ report_failure() {
   fi
 }
 trap report_failure EXIT
+
+# The newest PostgreSQL major installed (Debian's postgresql package pulls
+# in one): the one the extension (pg/) is built for and tested against.
+pg_major() { ls /usr/lib/postgresql | sort -n | tail -n 1; }

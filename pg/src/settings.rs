@@ -1,0 +1,131 @@
+//! The settings (GUCs), all `flakeid.*`.
+//!
+//! | setting | default | changed by | meaning |
+//! |---|---|---|---|
+//! | `flakeid.layout` | `twitter` | restart | a preset (`twitter`, `discord`, `sonyflake`, `js_safe`) or the library's spec text |
+//! | `flakeid.node_id` | unset (-1) | restart | this server's node id; no default |
+//! | `flakeid.database` | `postgres` | restart | where the worker keeps the reservation (`flakeid.reservation`) |
+//! | `flakeid.reserve_ms` | 1000 | reload | how far ahead the worker reserves, in ms |
+//!
+//! The layout and the node id change only with a restart: every backend
+//! shares one generator word, which must not see two layouts or two node
+//! ids. A bad value is an error at first use, never a crash.
+
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+use flakeid::Layout;
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::prelude::*;
+
+pub static LAYOUT: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"twitter"));
+pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
+pub static DATABASE: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+
+pub(crate) fn define() {
+    GucRegistry::define_string_guc(
+        c"flakeid.layout",
+        c"The layout of flakeid's IDs: a preset name or a layout spec.",
+        c"Presets: twitter, discord, sonyflake, js_safe. A spec names the epoch, the \
+          fields and their widths, as flakeid's Layout::from_str reads it.",
+        &LAYOUT,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"flakeid.node_id",
+        c"This server's node id in flakeid's IDs; -1 (the default) is unset.",
+        c"No two servers whose IDs meet may share a node id. Unset, flakeid_next_id() \
+          raises an error.",
+        &NODE_ID,
+        -1,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"flakeid.database",
+        c"The database in which flakeid's worker keeps its reservation.",
+        c"The worker creates the schema flakeid and the sequence flakeid.reservation there.",
+        &DATABASE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"flakeid.reserve_ms",
+        c"How far ahead of the clock flakeid's worker reserves timestamps, in ms.",
+        c"A crash forfeits up to this much of the timestamp range; a shorter window \
+          commits a reservation more often while IDs are made.",
+        &RESERVE_MS,
+        10,
+        3_600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+}
+
+/// An error with a hint, raised as a PostgreSQL `ERROR`.
+pub(crate) fn raise(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
+    pgrx::pg_sys::panic::ErrorReport::new(code, message, "pg_flakeid")
+        .set_hint(hint)
+        .report(PgLogLevel::ERROR);
+    unreachable!("an ERROR does not return")
+}
+
+/// The layout `flakeid.layout` names, read once per process (it changes
+/// only with a restart).
+pub fn layout() -> &'static Layout {
+    static LAYOUT_READ: OnceLock<Result<Layout, String>> = OnceLock::new();
+    let read = LAYOUT_READ.get_or_init(|| {
+        let text = LAYOUT
+            .get()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        text.parse::<Layout>()
+            .map_err(|e| format!("flakeid.layout = '{text}' is not a layout: {e}"))
+    });
+    match read {
+        Ok(layout) => layout,
+        Err(message) => raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            message.clone(),
+            "set flakeid.layout in postgresql.conf to a preset (twitter, discord, sonyflake, \
+             js_safe) or a layout spec, and restart the server",
+        ),
+    }
+}
+
+/// The node id `flakeid.node_id` sets, checked against the layout.
+pub fn node_id() -> u64 {
+    let node = NODE_ID.get();
+    let layout = layout();
+    if node < 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "flakeid.node_id is not set: two servers that both left it out would issue the \
+             same IDs"
+                .into(),
+            &format!(
+                "set flakeid.node_id in postgresql.conf to this server's node id (0 to {}), \
+                 unique among the servers whose IDs meet, and restart the server",
+                layout.max_node_id()
+            ),
+        );
+    }
+    let node = node as u64;
+    if node > layout.max_node_id() {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "flakeid.node_id = {node} does not fit the layout, whose node ids run from 0 \
+                 to {}",
+                layout.max_node_id()
+            ),
+            "set flakeid.node_id to a node id the layout can hold, and restart the server",
+        );
+    }
+    node
+}

@@ -1,0 +1,234 @@
+//! The generator in shared memory, and each backend's view of it.
+//!
+//! Shared memory holds five words, made once per server start (and again
+//! after a crash restart, when PostgreSQL makes shared memory anew):
+//!
+//! - `WORD`: the library's state word (timestamp, node id, sequence in
+//!   their ID positions). Every backend builds its own
+//!   `flakeid::SharedGenerator` over it, so all backends advance one word
+//!   by compare-and-swap and issue each ID once.
+//! - `CEILING`: the last Unix millisecond the worker has durably reserved
+//!   (0 until its first reservation commits). No ID is issued past it.
+//! - `ANCHOR`: the Unix millisecond minus the monotonic millisecond, so
+//!   that every process reads the same clock: the system's
+//!   `CLOCK_MONOTONIC` plus this anchor. The worker sets it once, never
+//!   below its reservation from before the restart, so the clock starts
+//!   after every ID issued before, even if the wall clock was set back.
+//! - `WANTED`: the latest millisecond a backend asked the worker to reserve.
+//! - `WORKER_LATCH`: the worker's latch, which backends set to ask.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use flakeid::{Clock, GenerateError, Generator, OnClockBehind, OnExhausted, SharedGenerator};
+use pgrx::atomics::PgAtomic;
+use pgrx::pg_shmem_init;
+use pgrx::prelude::*;
+
+use crate::settings::{self, raise};
+
+pub(crate) static WORD: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"flakeid.word") };
+pub(crate) static CEILING: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"flakeid.ceiling") };
+pub(crate) static ANCHOR: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"flakeid.anchor") };
+pub(crate) static WANTED: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"flakeid.wanted") };
+pub(crate) static WORKER_LATCH: PgAtomic<AtomicUsize> =
+    unsafe { PgAtomic::new(c"flakeid.worker_latch") };
+
+/// Set in the postmaster when it preloads the library; every backend
+/// inherits it by fork. Unset in a backend that loaded the library itself.
+static PRELOADED: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a backend waits for the worker to reserve before it gives up.
+const RESERVATION_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) fn init() {
+    pg_shmem_init!(WORD);
+    pg_shmem_init!(CEILING);
+    pg_shmem_init!(ANCHOR);
+    pg_shmem_init!(WANTED);
+    pg_shmem_init!(WORKER_LATCH);
+    PRELOADED.store(1, Ordering::Relaxed);
+}
+
+/// The system's monotonic clock in milliseconds: one clock for every
+/// process on the machine.
+pub(crate) fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC exists on
+    // every platform PostgreSQL runs this extension on.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// The server's clock in Unix ms (0 before the worker anchored it).
+pub(crate) fn server_ms() -> u64 {
+    match ANCHOR.get().load(Ordering::Acquire) {
+        0 => 0,
+        anchor => monotonic_ms() + anchor,
+    }
+}
+
+/// The clock every backend's generator reads: the server's clock, held at
+/// the reservation's ceiling, so no ID is issued past what the worker made
+/// durable.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerClock;
+
+impl Clock for ServerClock {
+    fn now_ms(&self) -> u64 {
+        server_ms().min(CEILING.get().load(Ordering::Acquire))
+    }
+}
+
+/// Asks the worker to reserve past `ms`.
+pub(crate) fn request(ms: u64) {
+    if WANTED.get().fetch_max(ms, Ordering::AcqRel) < ms {
+        let latch = WORKER_LATCH.get().load(Ordering::Acquire);
+        if latch != 0 {
+            // SAFETY: the worker's latch is its PGPROC's, in shared memory,
+            // at the same address in every process; setting a latch of a
+            // process that exited is harmless (PGPROC slots are not freed).
+            unsafe { pg_sys::SetLatch(latch as *mut pg_sys::Latch) };
+        }
+    }
+}
+
+fn check_can_issue() {
+    if PRELOADED.load(Ordering::Relaxed) == 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "pg_flakeid is not in shared_preload_libraries: IDs come from one generator in \
+             shared memory, which only a preloaded library can have"
+                .into(),
+            "add pg_flakeid to shared_preload_libraries in postgresql.conf and restart the \
+             server",
+        );
+    }
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot issue flakeid IDs during recovery: this server is a standby".into(),
+            "issue IDs on the primary; a promoted standby issues them once recovery ends",
+        );
+    }
+}
+
+/// This backend's generator over the shared word, built on first use.
+fn generator() -> &'static SharedGenerator<ServerClock> {
+    static GENERATOR: OnceLock<SharedGenerator<ServerClock>> = OnceLock::new();
+    if let Some(generator) = GENERATOR.get() {
+        return generator;
+    }
+    let layout = settings::layout().clone();
+    let node = settings::node_id();
+    #[cfg(not(feature = "plant-per-backend-word"))]
+    let word: &'static AtomicU64 = WORD.get();
+    // Planted bug: a word per backend, as pgflake keeps its state in
+    // per-backend statics. Two connections then issue the same IDs.
+    #[cfg(feature = "plant-per-backend-word")]
+    let word: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0)));
+    let built = Generator::builder(layout)
+        .node_id(node)
+        .clock(ServerClock)
+        .on_exhausted(OnExhausted::Wait)
+        .on_clock_behind(OnClockBehind::Continue)
+        .build_shared(word);
+    match built {
+        Ok(generator) => GENERATOR.get_or_init(|| generator),
+        Err(e) => raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("flakeid cannot build its generator: {e}"),
+            "the layout or node id changed without a restart; restart the server",
+        ),
+    }
+}
+
+/// Waits for the worker to reserve past the server's clock; raises an
+/// error if it has not within [`RESERVATION_TIMEOUT`].
+fn wait_for_reservation(started: &mut Option<u64>) {
+    let now = monotonic_ms();
+    let since = *started.get_or_insert(now);
+    if now.saturating_sub(since) > RESERVATION_TIMEOUT.as_millis() as u64 {
+        let ceiling = CEILING.get().load(Ordering::Acquire);
+        let message = if ceiling == 0 {
+            "flakeid's worker has not reserved any timestamps yet".to_string()
+        } else {
+            format!(
+                "flakeid's worker has not reserved timestamps past Unix ms {ceiling} for {} s",
+                RESERVATION_TIMEOUT.as_secs()
+            )
+        };
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message,
+            "see the server log for the flakeid reservation worker's errors (is \
+             flakeid.database a database it can connect to?)",
+        );
+    }
+    sleep_ms(1);
+}
+
+/// Sleeps on this backend's latch, answering cancels and shutdowns.
+fn sleep_ms(ms: i64) {
+    unsafe {
+        pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+            ms as _,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+    }
+    pg_sys::check_for_interrupts!();
+}
+
+/// Whether the reservation covers the server's clock now; asks the worker
+/// to reserve ahead once half of it is used.
+fn covered() -> bool {
+    let ceiling = CEILING.get().load(Ordering::Acquire);
+    let now = server_ms();
+    if ceiling == 0 || now == 0 {
+        return false;
+    }
+    let half = (settings::RESERVE_MS.get().max(10) / 2) as u64;
+    if now.saturating_add(half) >= ceiling {
+        request(now);
+    }
+    now <= ceiling
+}
+
+/// `n` IDs from the shared generator, in order, waiting (interruptibly)
+/// where the generator would.
+pub fn issue(n: usize) -> Vec<i64> {
+    check_can_issue();
+    let generator = generator();
+    let mut out = Vec::with_capacity(n);
+    let mut stalled = None;
+    while out.len() < n {
+        if !covered() {
+            wait_for_reservation(&mut stalled);
+            continue;
+        }
+        match generator.poll_ids(n - out.len()) {
+            Ok(batch) => {
+                stalled = None;
+                out.extend(batch.map(|id| u64::from(id) as i64));
+            }
+            Err(GenerateError::SequenceExhausted { .. } | GenerateError::ClockBehind { .. }) => {
+                // The tick is used up (or the clock is held at the
+                // ceiling): the next millisecond, or the worker, frees it.
+                wait_for_reservation(&mut stalled);
+            }
+            Err(e) => raise(
+                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+                format!("flakeid cannot issue an ID: {e}"),
+                "the layout's time range may have ended; see flakeid_decode of the last ID",
+            ),
+        }
+    }
+    out
+}
