@@ -40,7 +40,7 @@ fn timestamptz_of_ms(ms: u64) -> TimestampWithTimeZone {
 /// shared_preload_libraries and flakeid.node_id set.
 #[pg_extern(volatile, parallel_restricted)]
 fn flakeid_next_id() -> i64 {
-    shared::issue(1)[0]
+    shared::issue_one()
 }
 
 /// The next n IDs from this server's generator, in increasing order.

@@ -201,23 +201,43 @@ fn covered() -> bool {
     now <= ceiling
 }
 
-/// `n` IDs from the shared generator, in order, waiting (interruptibly)
-/// where the generator would.
+/// The next ID from the shared generator, waiting (interruptibly) where
+/// the generator would.
+pub fn issue_one() -> i64 {
+    issue_with(|generator| generator.poll_id().map(|id| Some(u64::from(id) as i64)))
+}
+
+/// `n` IDs from the shared generator, in order, waiting as
+/// [`issue_one`] does.
 pub fn issue(n: usize) -> Vec<i64> {
+    let mut out = Vec::with_capacity(n);
+    issue_with(|generator| {
+        if out.len() < n {
+            let batch = generator.poll_ids(n - out.len())?;
+            out.extend(batch.map(|id| u64::from(id) as i64));
+        }
+        Ok((out.len() == n).then_some(()))
+    });
+    out
+}
+
+/// Runs `attempt` until it returns a value: each attempt finds the
+/// reservation covering the clock (or waits for the worker), and a tick
+/// used up is waited out.
+fn issue_with<T>(
+    mut attempt: impl FnMut(&SharedGenerator<ServerClock>) -> Result<Option<T>, GenerateError>,
+) -> T {
     check_can_issue();
     let generator = generator();
-    let mut out = Vec::with_capacity(n);
     let mut stalled = None;
-    while out.len() < n {
+    loop {
         if !covered() {
             wait_for_reservation(&mut stalled);
             continue;
         }
-        match generator.poll_ids(n - out.len()) {
-            Ok(batch) => {
-                stalled = None;
-                out.extend(batch.map(|id| u64::from(id) as i64));
-            }
+        match attempt(generator) {
+            Ok(Some(value)) => return value,
+            Ok(None) => stalled = None,
             Err(GenerateError::SequenceExhausted { .. } | GenerateError::ClockBehind { .. }) => {
                 // The tick is used up (or the clock is held at the
                 // ceiling): the next millisecond, or the worker, frees it.
@@ -230,5 +250,4 @@ pub fn issue(n: usize) -> Vec<i64> {
             ),
         }
     }
-    out
 }
