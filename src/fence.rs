@@ -169,6 +169,14 @@ impl Fence {
     /// The grant and its ticket, if the lease is proven valid right now.
     #[inline]
     pub(crate) fn check(&self) -> Option<(Grant, u64)> {
+        self.check_with_deadline()
+            .map(|(grant, ticket, _)| (grant, ticket))
+    }
+
+    /// As [`check`](Fence::check), with how many nanoseconds from now the
+    /// grant stays proven valid.
+    #[inline]
+    pub(crate) fn check_with_deadline(&self) -> Option<(Grant, u64, u64)> {
         loop {
             let ticket = self.generation.load(Ordering::Acquire);
             if ticket & 1 == 1 {
@@ -187,8 +195,9 @@ impl Fence {
             if self.generation.load(Ordering::Relaxed) != ticket {
                 return None;
             }
-            if self.now_ns() < until {
-                return Some((grant, ticket));
+            let now = self.now_ns();
+            if now < until {
+                return Some((grant, ticket, until - now));
             }
             if self.expire(until) {
                 return None;

@@ -255,8 +255,9 @@ pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use error::{BuildError, GenerateError, LeaseError, SharedIoError, StateError};
 pub use events::{Event, EventHook};
 pub use generator::{
-    AtomicCell, Builder, CellGenerator, Generator, Health, IdBatch, IdGenerator, LockedCell,
-    MutexGenerator, OnClockBehind, OnExhausted, SharedCell, SharedGenerator, StateCell, Stats,
+    AtomicCell, Builder, CellGenerator, Generator, Health, IdBatch, IdGenerator, LeaseGrant,
+    LockedCell, MutexGenerator, OnClockBehind, OnExhausted, SharedCell, SharedGenerator, StateCell,
+    Stats,
 };
 pub use id::{ConvertIdError, Id, ParseIdError};
 pub use id_string::{IdFormat, IdString, ParseAnyIdError};

@@ -183,6 +183,40 @@ impl<C, S: StateCell> Core<C, S> {
         self.plan.fence().map_or(0, crate::fence::Fence::skipped)
     }
 
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
+    pub(crate) fn lease_grant(&self) -> Option<super::LeaseGrant> {
+        let (grant, generation, valid_ns) = self.plan.fence()?.check_with_deadline()?;
+        let node_id = self
+            .plan
+            .layout
+            .decode(Id::from_u64(grant.node_bits))
+            .map_or(0, |d| d.node_id());
+        Some(super::LeaseGrant {
+            node_id,
+            generation,
+            floor: grant.floor,
+            ceiling: grant.ceiling,
+            valid_for: Duration::from_nanos(valid_ns),
+        })
+    }
+
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
+    pub(crate) fn want_lease_ceiling(&self, tick: u64) {
+        if let Some(fence) = self.plan.fence() {
+            fence.want(tick);
+        }
+    }
+
     pub(crate) fn fmt_as(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result
     where
         C: fmt::Debug,

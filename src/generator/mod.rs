@@ -27,6 +27,7 @@ mod wait;
 mod wait_async;
 
 use std::fmt;
+use std::time::Duration;
 
 pub(crate) use crate::error::GenerateError;
 pub use batch::IdBatch;
@@ -233,6 +234,26 @@ pub type Generator<C = MonotonicClock> = CellGenerator<C, AtomicCell>;
 /// # }
 /// ```
 pub type MutexGenerator<C = MonotonicClock> = CellGenerator<C, LockedCell>;
+
+/// A leased node id's grant, as [`CellGenerator::lease_grant`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseGrant {
+    /// The leased node id (all node fields as one number).
+    pub node_id: u64,
+    /// Changes with every fresh claim (and only then): an ID issued under
+    /// one generation counts only if the generation is unchanged after it.
+    pub generation: u64,
+    /// The highest timestamp field (ticks since the layout's epoch) any
+    /// earlier holder of the node id may have used: issue only above it.
+    pub floor: u64,
+    /// The highest timestamp field the store has recorded for this holder:
+    /// issue at or below it.
+    pub ceiling: u64,
+    /// How much longer, from the call, the lease is proven valid (its
+    /// deadline less the safety margin, on a monotonic clock).
+    pub valid_for: Duration,
+}
 
 /// Generators in many processes over one word in shared memory: each
 /// process builds its own over the same `&'static AtomicU64` with
@@ -570,6 +591,78 @@ impl<C: Clock, S: StateCell> CellGenerator<C, S> {
     )]
     pub fn lease_skipped_node_ids(&self) -> u64 {
         self.core.lease_skipped_node_ids()
+    }
+
+    /// The lease's grant, while it is proven valid: for IDs issued under
+    /// this generator's lease by other generators (other processes, over a
+    /// word in shared memory), as the PostgreSQL extension's backends do
+    /// while its worker holds the lease. `None` without a lease, and while
+    /// the lease is fenced.
+    ///
+    /// Whoever issues under the grant must follow it as this generator
+    /// does: only timestamps above [`floor`](LeaseGrant::floor) and at or
+    /// below [`ceiling`](LeaseGrant::ceiling) (ask for more with
+    /// [`want_lease_ceiling`](Self::want_lease_ceiling)), only before
+    /// [`valid_for`](LeaseGrant::valid_for) runs out, and an ID counts only
+    /// if the grant (its [`generation`](LeaseGrant::generation)) is still
+    /// the current one and still valid after the ID was installed.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use flakeid::{Generator, Layout, Lease};
+    ///
+    /// let holder = Generator::builder(Layout::twitter())
+    ///     .lease(Lease::postgres("postgres://flakeid@db.internal/ids"))
+    ///     .build()?;
+    /// if let Some(grant) = holder.lease_grant() {
+    ///     println!("node {} for {:?} more", grant.node_id, grant.valid_for);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "postgres"))]
+    /// # fn main() {}
+    /// ```
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))
+    )]
+    pub fn lease_grant(&self) -> Option<LeaseGrant> {
+        self.core.lease_grant()
+    }
+
+    /// Asks the lease's keeper to record a ceiling past `tick` (a timestamp
+    /// field value) in the store, for IDs issued under
+    /// [`lease_grant`](Self::lease_grant) that need a later tick than its
+    /// ceiling. Does nothing without a lease.
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "postgres",
+            feature = "mysql"
+        )))
+    )]
+    pub fn want_lease_ceiling(&self, tick: u64) {
+        self.core.want_lease_ceiling(tick);
     }
 
     /// The node id in the IDs (all node fields as one number): the

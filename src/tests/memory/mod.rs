@@ -631,6 +631,45 @@ mod tests {
         assert_eq!(a.generator().poll_id().map(drop), Ok(()));
     }
 
+    /// `lease_grant` (what the PostgreSQL extension's worker publishes to
+    /// its backends) follows the fence: the node id, a shrinking validity,
+    /// `None` once fenced, a new generation with a fresh claim whose floor
+    /// is the ceiling granted before; and `want_lease_ceiling` makes the
+    /// keeper record a later ceiling in the store.
+    #[test]
+    fn the_lease_grant_follows_the_fence_and_wanted_ceilings_are_recorded() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::new(store_clock.clone());
+        let mut a = node(&lease(&backend), T).unwrap();
+        let first = a.generator().lease_grant().expect("granted");
+        assert_eq!(first.node_id, 0);
+        assert_eq!(first.node_id, a.generator().node_id());
+        assert!(first.valid_for <= TTL && first.valid_for > Duration::ZERO);
+        let step = Duration::from_millis(100);
+        a.advance(step);
+        let later = a.generator().lease_grant().unwrap();
+        // On the fence's clock (whose first reading is 1 ns, not 0).
+        let spent = first.valid_for - later.valid_for;
+        assert!(spent.abs_diff(step) <= Duration::from_nanos(1), "{spent:?}");
+        assert_eq!(later.generation, first.generation);
+
+        let tick = first.ceiling + 5_000;
+        a.generator().want_lease_ceiling(tick);
+        a.step();
+        let raised = a.generator().lease_grant().unwrap();
+        assert!(raised.ceiling >= tick, "{raised:?}");
+        assert!(backend.mark(0).unwrap() >= Layout::twitter().unix_ms(tick));
+
+        backend.set_fault(a.holder(), Some(Fault::Cut));
+        a.advance(TTL);
+        assert_eq!(a.generator().lease_grant(), None, "fenced");
+        backend.set_fault(a.holder(), None);
+        a.step();
+        let fresh = a.generator().lease_grant().expect("claimed afresh");
+        assert_ne!(fresh.generation, first.generation);
+        assert!(fresh.floor >= raised.ceiling, "{fresh:?} after {raised:?}");
+    }
+
     #[test]
     fn successive_holders_of_a_node_id_never_issue_the_same_id() {
         let store_clock = ManualClock::new(T);
