@@ -28,6 +28,7 @@
 use pgrx::prelude::*;
 
 pub mod functions;
+pub mod lease;
 pub mod settings;
 pub mod shared;
 pub mod worker;

@@ -24,6 +24,10 @@ pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
 pub static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
 pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static NODE_LEASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static NODE_LEASE_PREFIX: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(None);
+pub static NODE_LEASE_TTL_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 
 pub(crate) fn define() {
     GucRegistry::define_string_guc(
@@ -65,6 +69,49 @@ pub(crate) fn define() {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
+    GucRegistry::define_string_guc(
+        c"flakeid.node_lease",
+        c"Where flakeid's worker leases this server's node id (instead of flakeid.node_id).",
+        c"A postgres://, postgresql://, mysql://, redis:// or rediss:// URL, or etcd:// \
+          followed by comma-separated host:port endpoints. Empty (the default): no lease.",
+        &NODE_LEASE,
+        GucContext::Postmaster,
+        GucFlags::SUPERUSER_ONLY,
+    );
+    GucRegistry::define_string_guc(
+        c"flakeid.node_lease_prefix",
+        c"The lease's prefix: servers with the same prefix share a node-id space.",
+        c"Empty (the default): the library's default prefix.",
+        &NODE_LEASE_PREFIX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"flakeid.node_lease_ttl_ms",
+        c"How long the lease store keeps the node-id claim without renewal, in ms.",
+        c"The worker renews every third of it; cut off from the store, the server stops \
+          issuing IDs before it runs out.",
+        &NODE_LEASE_TTL_MS,
+        1_000,
+        3_600_000,
+        GucContext::Postmaster,
+        GucFlags::UNIT_MS,
+    );
+}
+
+/// A string setting's value; empty when unset.
+pub(crate) fn text(setting: &GucSetting<Option<CString>>) -> String {
+    setting
+        .get()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether the node id is leased (`flakeid.node_lease` is set); read once
+/// per process, as the setting changes only with a restart.
+pub fn leased() -> bool {
+    static LEASED: OnceLock<bool> = OnceLock::new();
+    *LEASED.get_or_init(|| !text(&NODE_LEASE).trim().is_empty())
 }
 
 /// An error with a hint, raised as a PostgreSQL `ERROR`.
@@ -80,10 +127,7 @@ pub(crate) fn raise(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
 pub fn layout() -> &'static Layout {
     static LAYOUT_READ: OnceLock<Result<Layout, String>> = OnceLock::new();
     let read = LAYOUT_READ.get_or_init(|| {
-        let text = LAYOUT
-            .get()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let text = text(&LAYOUT);
         text.parse::<Layout>()
             .map_err(|e| format!("flakeid.layout = '{text}' is not a layout: {e}"))
     });
@@ -102,6 +146,16 @@ pub fn layout() -> &'static Layout {
 pub fn node_id() -> u64 {
     let node = NODE_ID.get();
     let layout = layout();
+    if node >= 0 && leased() {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "both flakeid.node_id ({node}) and flakeid.node_lease are set: the node id \
+                 comes from one or the other"
+            ),
+            "remove one of them from postgresql.conf and restart the server",
+        );
+    }
     if node < 0 {
         raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -110,7 +164,8 @@ pub fn node_id() -> u64 {
                 .into(),
             &format!(
                 "set flakeid.node_id in postgresql.conf to this server's node id (0 to {}), \
-                 unique among the servers whose IDs meet, and restart the server",
+                 unique among the servers whose IDs meet, or lease one with \
+                 flakeid.node_lease, and restart the server",
                 layout.max_node_id()
             ),
         );

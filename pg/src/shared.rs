@@ -21,11 +21,14 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use flakeid::{Clock, GenerateError, Generator, OnClockBehind, OnExhausted, SharedGenerator};
+use flakeid::{
+    BuildError, Clock, GenerateError, Generator, OnClockBehind, OnExhausted, SharedGenerator,
+};
 use pgrx::atomics::PgAtomic;
 use pgrx::pg_shmem_init;
 use pgrx::prelude::*;
 
+use crate::lease;
 use crate::settings::{self, raise};
 
 pub(crate) static WORD: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"flakeid.word") };
@@ -48,6 +51,7 @@ pub(crate) fn init() {
     pg_shmem_init!(ANCHOR);
     pg_shmem_init!(WANTED);
     pg_shmem_init!(WORKER_LATCH);
+    lease::init();
     PRELOADED.store(1, Ordering::Relaxed);
 }
 
@@ -80,20 +84,36 @@ pub struct ServerClock;
 
 impl Clock for ServerClock {
     fn now_ms(&self) -> u64 {
-        server_ms().min(CEILING.get().load(Ordering::Acquire))
+        server_ms().min(ceiling())
+    }
+}
+
+/// The last Unix ms a backend may issue at: the reservation's ceiling, and
+/// with a leased node id also the lease's.
+fn ceiling() -> u64 {
+    let reserved = CEILING.get().load(Ordering::Acquire);
+    if settings::leased() {
+        reserved.min(lease::CEILING_MS.get().load(Ordering::Acquire))
+    } else {
+        reserved
+    }
+}
+
+/// Sets the worker's latch, if it has one.
+fn wake_worker() {
+    let latch = WORKER_LATCH.get().load(Ordering::Acquire);
+    if latch != 0 {
+        // SAFETY: the worker's latch is its PGPROC's, in shared memory,
+        // at the same address in every process; setting a latch of a
+        // process that exited is harmless (PGPROC slots are not freed).
+        unsafe { pg_sys::SetLatch(latch as *mut pg_sys::Latch) };
     }
 }
 
 /// Asks the worker to reserve past `ms`.
 pub(crate) fn request(ms: u64) {
     if WANTED.get().fetch_max(ms, Ordering::AcqRel) < ms {
-        let latch = WORKER_LATCH.get().load(Ordering::Acquire);
-        if latch != 0 {
-            // SAFETY: the worker's latch is its PGPROC's, in shared memory,
-            // at the same address in every process; setting a latch of a
-            // process that exited is harmless (PGPROC slots are not freed).
-            unsafe { pg_sys::SetLatch(latch as *mut pg_sys::Latch) };
-        }
+        wake_worker();
     }
 }
 
@@ -118,13 +138,18 @@ fn check_can_issue() {
 }
 
 /// This backend's generator over the shared word, built on first use.
-fn generator() -> &'static SharedGenerator<ServerClock> {
+/// `None` while a leased node id is switching (the word already holds the
+/// new node id, the grant read before did not): try again.
+fn generator(leased: Option<lease::Ticket>) -> Option<&'static SharedGenerator<ServerClock>> {
     static GENERATOR: OnceLock<SharedGenerator<ServerClock>> = OnceLock::new();
     if let Some(generator) = GENERATOR.get() {
-        return generator;
+        return Some(generator);
     }
     let layout = settings::layout().clone();
-    let node = settings::node_id();
+    let node = match leased {
+        Some(ticket) => ticket.node,
+        None => settings::node_id(),
+    };
     #[cfg(not(feature = "plant-per-backend-word"))]
     let word: &'static AtomicU64 = WORD.get();
     // Planted bug: a word per backend, as pgflake keeps its state in
@@ -138,7 +163,8 @@ fn generator() -> &'static SharedGenerator<ServerClock> {
         .on_clock_behind(OnClockBehind::Continue)
         .build_shared(word);
     match built {
-        Ok(generator) => GENERATOR.get_or_init(|| generator),
+        Ok(generator) => Some(GENERATOR.get_or_init(|| generator)),
+        Err(BuildError::SharedWordNodeId { .. }) if leased.is_some() => None,
         Err(e) => raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("flakeid cannot build its generator: {e}"),
@@ -147,11 +173,33 @@ fn generator() -> &'static SharedGenerator<ServerClock> {
     }
 }
 
-/// Waits for the worker to reserve past the server's clock; raises an
-/// error if it has not within [`RESERVATION_TIMEOUT`].
-fn wait_for_reservation(started: &mut Option<u64>) {
+/// Why a backend waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stall {
+    /// For the worker to reserve past the clock, or for the next tick.
+    Reservation,
+    /// For the node-id lease to be proven valid.
+    Fenced,
+}
+
+/// Waits a moment; raises an error if the same stall has lasted
+/// [`RESERVATION_TIMEOUT`].
+fn wait_for(stall: Stall, started: &mut Option<u64>) {
     let now = monotonic_ms();
     let since = *started.get_or_insert(now);
+    if now.saturating_sub(since) > RESERVATION_TIMEOUT.as_millis() as u64 && stall == Stall::Fenced
+    {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "flakeid's node-id lease has not been proven valid for {} s: no ID is issued \
+                 while it cannot be",
+                RESERVATION_TIMEOUT.as_secs()
+            ),
+            "see the server log for the flakeid worker's lease errors (is the store in \
+             flakeid.node_lease reachable?)",
+        );
+    }
     if now.saturating_sub(since) > RESERVATION_TIMEOUT.as_millis() as u64 {
         let ceiling = CEILING.get().load(Ordering::Acquire);
         let message = if ceiling == 0 {
@@ -189,59 +237,115 @@ fn sleep_ms(ms: i64) {
 /// Whether the reservation covers the server's clock now; asks the worker
 /// to reserve ahead once half of it is used.
 fn covered() -> bool {
-    let ceiling = CEILING.get().load(Ordering::Acquire);
+    let reserved = CEILING.get().load(Ordering::Acquire);
     let now = server_ms();
-    if ceiling == 0 || now == 0 {
+    if reserved == 0 || now == 0 {
         return false;
     }
     let half = (settings::RESERVE_MS.get().max(10) / 2) as u64;
-    if now.saturating_add(half) >= ceiling {
+    if now.saturating_add(half) >= reserved {
         request(now);
     }
-    now <= ceiling
+    if settings::leased() {
+        // The lease's ceiling runs about a TTL ahead of the wall clock; the
+        // server's clock can run ahead of that after a restart.
+        let leased = lease::CEILING_MS.get().load(Ordering::Acquire);
+        let ahead = (settings::NODE_LEASE_TTL_MS.get().max(1) / 3) as u64;
+        if now.saturating_add(ahead) >= leased
+            && lease::WANTED_MS.get().fetch_max(now, Ordering::AcqRel) < now
+        {
+            wake_worker();
+        }
+        if now > leased {
+            return false;
+        }
+    }
+    now <= reserved
 }
 
 /// The next ID from the shared generator, waiting (interruptibly) where
 /// the generator would.
 pub fn issue_one() -> i64 {
-    issue_with(|generator| generator.poll_id().map(|id| Some(u64::from(id) as i64)))
+    let mut out = 0;
+    issue_with(
+        |generator| generator.poll_id(),
+        |id| {
+            out = u64::from(id) as i64;
+            true
+        },
+    );
+    out
 }
 
 /// `n` IDs from the shared generator, in order, waiting as
 /// [`issue_one`] does.
 pub fn issue(n: usize) -> Vec<i64> {
     let mut out = Vec::with_capacity(n);
-    issue_with(|generator| {
-        if out.len() < n {
-            let batch = generator.poll_ids(n - out.len())?;
-            out.extend(batch.map(|id| u64::from(id) as i64));
-        }
-        Ok((out.len() == n).then_some(()))
-    });
+    let left = std::cell::Cell::new(n);
+    if n > 0 {
+        issue_with(
+            |generator| generator.poll_ids(left.get()),
+            |batch| {
+                out.extend(batch.map(|id| u64::from(id) as i64));
+                left.set(n - out.len());
+                out.len() == n
+            },
+        );
+    }
     out
 }
 
-/// Runs `attempt` until it returns a value: each attempt finds the
-/// reservation covering the clock (or waits for the worker), and a tick
-/// used up is waited out.
+/// Runs `attempt` until `accept` says enough: each attempt finds the
+/// reservation covering the clock (or waits for the worker), and with a
+/// leased node id a valid grant; what an attempt installed is accepted only
+/// if that grant is still valid after it (else dropped, never returned); a
+/// tick used up is waited out.
 fn issue_with<T>(
-    mut attempt: impl FnMut(&SharedGenerator<ServerClock>) -> Result<Option<T>, GenerateError>,
-) -> T {
+    mut attempt: impl FnMut(&SharedGenerator<ServerClock>) -> Result<T, GenerateError>,
+    mut accept: impl FnMut(T) -> bool,
+) {
     check_can_issue();
-    let generator = generator();
+    let leased = settings::leased();
+    if !leased {
+        settings::node_id();
+    }
     let mut stalled = None;
     loop {
+        let ticket = if leased {
+            match lease::ticket() {
+                Some(ticket) => Some(ticket),
+                None => {
+                    wait_for(Stall::Fenced, &mut stalled);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        let Some(generator) = generator(ticket) else {
+            wait_for(Stall::Fenced, &mut stalled);
+            continue;
+        };
         if !covered() {
-            wait_for_reservation(&mut stalled);
+            wait_for(Stall::Reservation, &mut stalled);
             continue;
         }
         match attempt(generator) {
-            Ok(Some(value)) => return value,
-            Ok(None) => stalled = None,
+            Ok(issued) => {
+                if ticket.is_some_and(|t| !lease::confirm(t)) {
+                    // Installed after the grant lapsed or was replaced:
+                    // dropped (IDs must be unique, not dense).
+                    continue;
+                }
+                stalled = None;
+                if accept(issued) {
+                    return;
+                }
+            }
             Err(GenerateError::SequenceExhausted { .. } | GenerateError::ClockBehind { .. }) => {
-                // The tick is used up (or the clock is held at the
-                // ceiling): the next millisecond, or the worker, frees it.
-                wait_for_reservation(&mut stalled);
+                // The tick is used up (or the clock is held at a ceiling):
+                // the next millisecond, or the worker, frees it.
+                wait_for(Stall::Reservation, &mut stalled);
             }
             Err(e) => raise(
                 PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,

@@ -32,6 +32,7 @@ use pgrx::bgworkers::{
 };
 use pgrx::prelude::*;
 
+use crate::lease::Holder;
 use crate::settings;
 use crate::shared::{ANCHOR, CEILING, WANTED, WORKER_LATCH, monotonic_ms, server_ms};
 
@@ -63,10 +64,10 @@ fn unix_ms() -> u64 {
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn flakeid_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let database = settings::DATABASE
-        .get()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "postgres".into());
+    let database = match settings::text(&settings::DATABASE) {
+        name if name.is_empty() => "postgres".to_string(),
+        name => name,
+    };
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
     WORKER_LATCH
         .get()
@@ -95,11 +96,44 @@ pub extern "C-unwind" fn flakeid_worker_main(_arg: pg_sys::Datum) {
     }
     // Reserve at once, so the first ID needs no wait.
     request_now();
-    while BackgroundWorker::wait_latch(Some(Duration::from_secs(10))) {
+    let mut holder = None;
+    if settings::leased() {
+        loop {
+            match Holder::claim() {
+                Ok(claimed) => {
+                    holder = Some(claimed);
+                    break;
+                }
+                Err(e) => {
+                    warning!("flakeid: {e}; trying again in 1 s");
+                    if !BackgroundWorker::wait_latch(Some(Duration::from_secs(1))) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    // With a lease, the grant is passed on every 20 ms (the deadline needs
+    // no poll: backends check it themselves).
+    let poll = if holder.is_some() {
+        Duration::from_millis(20)
+    } else {
+        Duration::from_secs(10)
+    };
+    loop {
+        if let Some(holder) = holder.as_mut() {
+            holder.publish();
+        }
+        reserve_if_wanted();
+        if !BackgroundWorker::wait_latch(Some(poll)) {
+            break;
+        }
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
-        reserve_if_wanted();
+    }
+    if let Some(holder) = holder {
+        holder.abandon();
     }
 }
 
