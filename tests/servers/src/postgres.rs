@@ -60,6 +60,32 @@ pub struct Postgres {
     bin: PathBuf,
     /// `name=value` settings the postmaster gets at every start.
     settings: Vec<String>,
+    /// Environment variables the postmaster gets at every start (and
+    /// restart): the `*_with` constructors', [`Postgres::set_env`].
+    env: Vec<(String, String)>,
+}
+
+/// What a test adds to a server (the `*_with` constructors): lines for
+/// its `postgresql.conf` (written once, when the cluster is made, so
+/// `ALTER SYSTEM` can still override them) and environment variables for
+/// its postmaster (at every start and restart), e.g. libfaketime's
+/// `LD_PRELOAD` and `FAKETIME`.
+#[derive(Debug, Clone, Default)]
+struct Extra {
+    conf: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Extra {
+    fn new(conf: &[&str], env: &[(&str, &str)]) -> Extra {
+        Extra {
+            conf: conf.iter().map(|line| line.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
 }
 
 /// Settings of a server that loses what it has not written out when it
@@ -98,7 +124,14 @@ impl Postgres {
     /// If PostgreSQL is not installed, `initdb` fails, or the server exits
     /// or does not answer within 60 s (the message carries its log).
     pub fn start() -> Postgres {
-        let mut server = Postgres::create("postgres", FAST);
+        Postgres::start_with(&[], &[])
+    }
+
+    /// As [`Postgres::start`], with `conf`'s lines (`name = value`) appended
+    /// to the cluster's `postgresql.conf` and `env` in the postmaster's
+    /// environment (at every start: see [`Postgres::set_env`]).
+    pub fn start_with(conf: &[&str], env: &[(&str, &str)]) -> Postgres {
+        let mut server = Postgres::create("postgres", FAST, &Extra::new(conf, env));
         server.spawn();
         server
     }
@@ -110,7 +143,13 @@ impl Postgres {
     /// is on tmpfs where there is one, so fsync costs nothing; what matters
     /// is that a commit waits until its WAL left the server's memory.)
     pub fn start_durable() -> Postgres {
-        let mut server = Postgres::create("postgres", DURABLE);
+        Postgres::start_durable_with(&[], &[])
+    }
+
+    /// As [`Postgres::start_durable`], with `conf`'s lines and `env` as
+    /// [`Postgres::start_with`] takes them.
+    pub fn start_durable_with(conf: &[&str], env: &[(&str, &str)]) -> Postgres {
+        let mut server = Postgres::create("postgres", DURABLE, &Extra::new(conf, env));
         server.spawn();
         server
     }
@@ -127,8 +166,23 @@ impl Postgres {
     ///
     /// As [`Postgres::start`], or if the base backup fails.
     pub fn primary_with_standby() -> PgPair {
+        Postgres::primary_with_standby_with(&[], &[], &[])
+    }
+
+    /// As [`Postgres::primary_with_standby`], with `conf`'s lines in both
+    /// servers' `postgresql.conf` (the base backup copies the primary's to
+    /// the standby), `standby_conf`'s after them in the standby's only (so
+    /// they win there), and `env` in both postmasters' environment (change
+    /// one's with [`Postgres::set_env`] and [`Postgres::restart`]).
+    pub fn primary_with_standby_with(
+        conf: &[&str],
+        standby_conf: &[&str],
+        env: &[(&str, &str)],
+    ) -> PgPair {
+        let primary_options = &Extra::new(conf, env);
+        let standby_options = &Extra::new(standby_conf, env);
         let settings: Vec<&str> = DURABLE.iter().chain(REPLICATION).copied().collect();
-        let mut primary = Postgres::create("postgres-primary", &settings);
+        let mut primary = Postgres::create("postgres-primary", &settings, primary_options);
         // initdb's pg_hba.conf already lets replication connections from
         // 127.0.0.1 in (trust); said here so that a changed default does
         // not break the pair. The first matching line wins.
@@ -143,7 +197,7 @@ impl Postgres {
         primary.spawn();
         let proxy = Proxy::new(primary.addr());
 
-        let mut standby = Postgres::empty("postgres-standby", &settings);
+        let mut standby = Postgres::empty("postgres-standby", &settings, standby_options);
         let log = standby.log_file();
         let status = standby
             .command("pg_basebackup")
@@ -166,6 +220,7 @@ impl Postgres {
                 primary.log_tail()
             );
         }
+        standby.append_conf(&standby_options.conf);
         standby.spawn();
         PgPair {
             standby,
@@ -176,7 +231,7 @@ impl Postgres {
 
     /// A scratch directory owned by the user the server runs as, with no
     /// cluster in it yet.
-    fn empty(name: &'static str, settings: &[&str]) -> Postgres {
+    fn empty(name: &'static str, settings: &[&str], options: &Extra) -> Postgres {
         let dir = ScratchDir::under(&scratch_base(), name);
         let run_as = is_root().then(|| {
             system_user("postgres").unwrap_or_else(|| {
@@ -197,12 +252,13 @@ impl Postgres {
             run_as,
             bin: bin_dir(),
             settings: settings.iter().map(|s| s.to_string()).collect(),
+            env: options.env.clone(),
         }
     }
 
     /// [`Postgres::empty`], and a cluster made by `initdb`.
-    fn create(name: &'static str, settings: &[&str]) -> Postgres {
-        let server = Postgres::empty(name, settings);
+    fn create(name: &'static str, settings: &[&str], options: &Extra) -> Postgres {
+        let server = Postgres::empty(name, settings, options);
         let log = server.log_file();
         let status = server
             .command("initdb")
@@ -217,7 +273,55 @@ impl Postgres {
         if !status.success() {
             panic!("initdb failed ({status}); log:\n{}", server.log_tail());
         }
+        server.append_conf(&options.conf);
         server
+    }
+
+    /// Appends lines to the cluster's `postgresql.conf` (appending keeps
+    /// the file's owner).
+    fn append_conf(&self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let path = self.data().join("postgresql.conf");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
+        let mut text = String::from("\n# Added by the test (Postgres::start_with and friends)\n");
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        file.write_all(text.as_bytes())
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+
+    /// Sets (`Some`) or removes (`None`) an environment variable of the
+    /// postmaster from its next start on ([`Postgres::restart`]); a
+    /// running server keeps the environment it started with.
+    pub fn set_env(&mut self, key: &str, value: Option<&str>) {
+        self.env.retain(|(k, _)| k != key);
+        if let Some(value) = value {
+            self.env.push((key.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// The path of a program of the newest installed PostgreSQL (the
+    /// version the servers run): `psql`, `pgbench`, `pg_config`, ...
+    pub fn program(name: &str) -> PathBuf {
+        bin_dir().join(name)
+    }
+
+    /// The server's whole log (initdb's, pg_basebackup's and every
+    /// start's), e.g. to check that no process crashed.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// The last lines of the server's log, for a panic message.
+    pub fn log_excerpt(&self) -> String {
+        self.log_tail()
     }
 
     /// Starts the postmaster on the cluster and waits until it accepts a
@@ -244,6 +348,9 @@ impl Postgres {
             .args(["-c", "dynamic_shared_memory_type=mmap"]);
         for setting in &self.settings {
             postgres.arg("-c").arg(setting);
+        }
+        for (key, value) in &self.env {
+            postgres.env(key, value);
         }
         let child = postgres
             .stdin(Stdio::null())

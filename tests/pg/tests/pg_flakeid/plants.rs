@@ -1,0 +1,39 @@
+//! The bugs planted in pg_flakeid on purpose (its cargo features
+//! `plant-*`), each caught by a scenario of these tests: with
+//! `FLAKEID_PG_PLANT_LIBDIR` naming the directory of a plant-built
+//! `pg_flakeid.so`, the servers load it instead of the installed one, and
+//! the test passes only if the scenario fails.
+
+use crate::support::plant_dir;
+use crate::{concurrent, crash};
+
+/// `plant-unlogged-reservation`: the worker publishes its reservation
+/// without logging it, so after a crash and a clock set back the server
+/// issues IDs below (or equal to) those from before the crash.
+#[test]
+#[ignore = "needs a plant build: see .ci/test"]
+fn unlogged_reservation() {
+    let dir = plant_dir();
+    match crash::crash_restart_with_the_clock_back(Some(&dir)) {
+        Ok(()) => panic!(
+            "the plant build in {} went unnoticed: IDs after the crash all above the old ones",
+            dir.display()
+        ),
+        Err(violation) => eprintln!("caught the unlogged reservation: {violation}"),
+    }
+}
+
+/// `plant-per-backend-word`: each backend advances a word of its own, so
+/// two clients issue the same IDs.
+#[test]
+#[ignore = "needs a plant build: see .ci/test"]
+fn per_backend_word() {
+    let dir = plant_dir();
+    match concurrent::sixteen_clients_share_one_generator(Some(&dir)) {
+        Ok(()) => panic!(
+            "the plant build in {} went unnoticed: 16 clients issued no duplicate",
+            dir.display()
+        ),
+        Err(violation) => eprintln!("caught the per-backend word: {violation}"),
+    }
+}

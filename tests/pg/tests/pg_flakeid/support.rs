@@ -1,0 +1,275 @@
+//! What every test shares: the check that the extension is installed, its
+//! servers (preloaded, a node id, `CREATE EXTENSION`), a client that
+//! reports SQLSTATEs, and the check that no server process crashed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flakeid_test_servers::Postgres;
+use tokio::runtime::Runtime;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+/// The node id of every test server: under the twitter layout, datacenter
+/// 1 and worker 5.
+pub const NODE_ID: i64 = 37;
+
+/// The directory of a plant-built `pg_flakeid.so`, for `plants`.
+pub const PLANT_VAR: &str = "FLAKEID_PG_PLANT_LIBDIR";
+
+/// libfaketime (Debian: `faketime`), preloaded into a postmaster to set
+/// its clock back.
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+const INSTALL: &str =
+    "cd pg && cargo pgrx install --release --pg-config /usr/lib/postgresql/15/bin/pg_config";
+
+/// What `pg_config` of the servers' PostgreSQL says for `flag`.
+fn pg_config(flag: &str) -> PathBuf {
+    let program = Postgres::program("pg_config");
+    let output = Command::new(&program)
+        .arg(flag)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    assert!(
+        output.status.success(),
+        "{} {flag} failed: {}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+/// Panics, saying how to install it, unless pg_flakeid is installed into
+/// the PostgreSQL the servers run (and, for a plant, unless `plant` holds
+/// a `pg_flakeid.so`).
+pub fn check_installed(plant: Option<&Path>) {
+    let library = pg_config("--pkglibdir").join("pg_flakeid.so");
+    let control = pg_config("--sharedir").join("extension/pg_flakeid.control");
+    for file in [&library, &control] {
+        assert!(
+            file.is_file(),
+            "pg_flakeid is not installed ({} is missing): install it with `{INSTALL}`",
+            file.display()
+        );
+    }
+    if let Some(dir) = plant {
+        let plant = dir.join("pg_flakeid.so");
+        assert!(
+            plant.is_file(),
+            "{PLANT_VAR}={}: there is no pg_flakeid.so in it; build one with \
+             `cd pg && cargo build --release --features plant-... --target-dir /tmp/pgplant` \
+             and copy target's release/libpg_flakeid.so there as pg_flakeid.so",
+            dir.display()
+        );
+    }
+}
+
+/// The plant build's directory, from [`PLANT_VAR`].
+///
+/// # Panics
+///
+/// If it is not set: a plant test has nothing to test without it.
+pub fn plant_dir() -> PathBuf {
+    match std::env::var_os(PLANT_VAR) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => panic!(
+            "set {PLANT_VAR} to a directory holding a plant-built pg_flakeid.so (see .ci/test)"
+        ),
+    }
+}
+
+/// The `postgresql.conf` lines of a test server: the library preloaded,
+/// the node id, and with a plant the plant's directory first in
+/// `dynamic_library_path`, then `extra`.
+pub fn conf(plant: Option<&Path>, extra: &[&str]) -> Vec<String> {
+    let mut lines = vec![
+        "shared_preload_libraries = 'pg_flakeid'".to_string(),
+        format!("flakeid.node_id = {NODE_ID}"),
+    ];
+    if let Some(dir) = plant {
+        lines.push(format!(
+            "dynamic_library_path = '{}:$libdir'",
+            dir.display()
+        ));
+    }
+    lines.extend(extra.iter().map(|line| line.to_string()));
+    lines
+}
+
+/// `lines` as the harness takes them.
+pub fn strs(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).collect()
+}
+
+/// A fast (or `durable`) server with [`conf`]'s lines and the extension
+/// created in its database `postgres`.
+pub fn start(durable: bool, plant: Option<&Path>, extra: &[&str]) -> Postgres {
+    check_installed(plant);
+    let lines = conf(plant, extra);
+    let server = if durable {
+        Postgres::start_durable_with(&strs(&lines), &[])
+    } else {
+        Postgres::start_with(&strs(&lines), &[])
+    };
+    create_extension(&server);
+    if let Some(dir) = plant {
+        check_plant_loaded(&server, dir);
+    }
+    server
+}
+
+/// `CREATE EXTENSION pg_flakeid`, panicking with the log if it fails.
+pub fn create_extension(server: &Postgres) {
+    sql(server, "CREATE EXTENSION pg_flakeid");
+}
+
+/// Panics unless the postmaster mapped the plant's library, not the
+/// installed one: a plant test that ran the real extension proves nothing.
+pub fn check_plant_loaded(server: &Postgres, dir: &Path) {
+    let pid = server.pid().expect("the server is not running");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let plant = dir.join("pg_flakeid.so");
+    assert!(
+        maps.contains(&*plant.to_string_lossy()),
+        "the postmaster did not load {} (dynamic_library_path); log:\n{}",
+        plant.display(),
+        server.log_excerpt()
+    );
+}
+
+/// [`Postgres::sql`], panicking with the log when it fails.
+pub fn sql(server: &Postgres, sql: &str) -> String {
+    server
+        .sql(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}; log:\n{}", server.log_excerpt()))
+}
+
+/// [`sql`]'s answer as an integer.
+pub fn sql_i64(server: &Postgres, query: &str) -> i64 {
+    let answer = sql(server, query);
+    answer
+        .parse()
+        .unwrap_or_else(|e| panic!("{query}: {answer:?} is not an integer: {e}"))
+}
+
+/// Panics if the log says a server process crashed (a signal, a PANIC, or
+/// the postmaster's reinitialisation after one).
+pub fn assert_no_crash(server: &Postgres) {
+    let log = server.log();
+    for sign in [
+        "terminated by signal",
+        "PANIC:",
+        "terminating any other active server processes",
+        "all server processes terminated",
+    ] {
+        assert!(
+            !log.contains(sign),
+            "the server log says a process crashed ({sign:?}):\n{}",
+            server.log_excerpt()
+        );
+    }
+    assert!(server.pid().is_some(), "the server is not running");
+}
+
+/// An error the server sent: its SQLSTATE, message and hint.
+#[derive(Debug)]
+pub struct SqlError {
+    pub code: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// One session (one backend), through tokio-postgres on a runtime of its
+/// own.
+pub struct Db {
+    runtime: Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Db {
+    /// A session on the server's database `postgres`.
+    pub fn connect(server: &Postgres) -> Db {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let config = format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres connect_timeout=10",
+            server.port()
+        );
+        let (client, connection) = runtime
+            .block_on(tokio_postgres::connect(&config, NoTls))
+            .unwrap_or_else(|e| panic!("cannot connect: {e}; log:\n{}", server.log_excerpt()));
+        runtime.spawn(async move {
+            let _ = connection.await;
+        });
+        Db { runtime, client }
+    }
+
+    /// The rows, or the server's error.
+    pub fn try_query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, SqlError> {
+        self.runtime
+            .block_on(self.client.query(sql, params))
+            .map_err(|e| match e.as_db_error() {
+                Some(db) => SqlError {
+                    code: db.code().code().to_owned(),
+                    message: db.message().to_owned(),
+                    hint: db.hint().map(str::to_owned),
+                },
+                None => panic!("{sql}: not an error from the server: {e}"),
+            })
+    }
+
+    /// The rows, panicking on an error.
+    pub fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Vec<Row> {
+        self.try_query(sql, params)
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+    }
+
+    /// The first column of every row, as integers.
+    pub fn i64s(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Vec<i64> {
+        self.query(sql, params).iter().map(|r| r.get(0)).collect()
+    }
+
+    /// The first column of the one row, as an integer.
+    pub fn i64(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> i64 {
+        let rows = self.i64s(sql, params);
+        assert_eq!(rows.len(), 1, "{sql}: {} rows, not one", rows.len());
+        rows[0]
+    }
+
+    /// The error `sql` must raise, panicking if it succeeds.
+    pub fn error(&self, sql: &str) -> SqlError {
+        match self.try_query(sql, &[]) {
+            Ok(rows) => panic!("{sql}: succeeded ({} rows), expected an error", rows.len()),
+            Err(e) => e,
+        }
+    }
+
+    /// Panics unless `sql` raises SQLSTATE `code` with a message holding
+    /// `words`, and the session then still answers; returns the error.
+    pub fn expect_error(&self, sql: &str, code: &str, words: &str) -> SqlError {
+        let error = self.error(sql);
+        assert_eq!(error.code, code, "{sql}: {error:?}");
+        assert!(
+            error.message.contains(words),
+            "{sql}: the message does not say {words:?}: {error:?}"
+        );
+        assert_eq!(
+            self.i64("SELECT 1::bigint", &[]),
+            1,
+            "the session did not survive {sql}"
+        );
+        error
+    }
+}
+
+/// Whether the integers strictly increase.
+pub fn increasing(ids: &[i64]) -> bool {
+    ids.windows(2).all(|w| w[0] < w[1])
+}
