@@ -1,14 +1,12 @@
 //! A promoted standby goes on above its old primary: a primary issues IDs,
-//! a streaming standby (running 30 s in the past, under libfaketime)
-//! replays them and refuses to issue IDs itself while in recovery (an
+//! a streaming standby whose wall clock runs 30 s in the past (a preload
+//! library, `support::ClockBack`) replays them and refuses to issue IDs itself while in recovery (an
 //! error, not a crash); the primary is killed, the standby promoted, and
 //! every ID it issues is above every ID of the primary, none repeated.
 
-use std::path::Path;
-
 use flakeid_test_servers::Postgres;
 
-use crate::support::{self, Db, FAKETIME_LIB};
+use crate::support::{self, ClockBack, Db};
 
 const ROUNDS: usize = 5;
 const PER_ROUND: usize = 200;
@@ -25,18 +23,14 @@ fn insert(server: &Postgres, side: &str) {
 #[test]
 fn a_promoted_standby_issues_above_its_old_primary() {
     support::check_installed(None);
-    assert!(
-        Path::new(FAKETIME_LIB).is_file(),
-        "{FAKETIME_LIB} is missing: install libfaketime (Debian: apt-get install faketime)"
-    );
     let lines = support::conf(None, &[]);
     let mut pair = Postgres::primary_with_standby_with(&support::strs(&lines), &[], &[]);
     // The standby's clock 30 s behind the primary's: only the reservation
     // it replayed keeps it above the primary's IDs once promoted.
-    pair.standby.set_env("LD_PRELOAD", Some(FAKETIME_LIB));
-    pair.standby.set_env("FAKETIME", Some("-30s"));
-    pair.standby
-        .set_env("FAKETIME_DONT_FAKE_MONOTONIC", Some("1"));
+    let clock_back = ClockBack::build();
+    for (key, value) in clock_back.env() {
+        pair.standby.set_env(key, Some(&value));
+    }
     pair.standby.restart();
     support::create_extension(&pair.primary);
     support::sql(
@@ -60,10 +54,7 @@ fn a_promoted_standby_issues_above_its_old_primary() {
         "SELECT (flakeid_timestamp(max(id)) - now() > interval '20 s')::int::bigint FROM p",
         &[],
     );
-    assert_eq!(
-        behind, 1,
-        "libfaketime did not set the standby's clock back"
-    );
+    assert_eq!(behind, 1, "the standby's clock was not set back");
     drop(standby);
 
     pair.primary.kill();

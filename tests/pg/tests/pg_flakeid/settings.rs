@@ -1,7 +1,7 @@
-//! Bad settings, on one server changed by `ALTER SYSTEM` and a restart
-//! (the library not preloaded: on a server of its own): the node id unset or out of the layout's
-//! range, an unknown preset, a spec that does not parse, and the layout
-//! changed in a session. Each is an error (at `SET` or at first use) with
+//! Bad settings: the library not preloaded (a server of its own), then on
+//! one server changed by `ALTER SYSTEM` and a restart, the node id unset
+//! or out of the layout's range, the layout changed in a session, an
+//! unknown preset and a spec that does not parse. Each is an error (at `SET` or at first use) with
 //! a SQLSTATE and a message that says what is wrong; the session and the
 //! server go on (a new connection works), and no process crashes.
 

@@ -17,9 +17,121 @@ pub const NODE_ID: i64 = 37;
 /// The directory of a plant-built `pg_flakeid.so`, for `plants`.
 pub const PLANT_VAR: &str = "FLAKEID_PG_PLANT_LIBDIR";
 
-/// libfaketime (Debian: `faketime`), preloaded into a postmaster to set
-/// its clock back.
-pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+/// How far back [`ClockBack`] sets a server's wall clock.
+pub const CLOCK_BACK_MS: i64 = 30_000;
+
+/// A preload library that sets the wall clock (`CLOCK_REALTIME`, and
+/// `gettimeofday` and `time` with it) of every process of a server back by
+/// `FLAKEID_CLOCK_BACK_MS`, leaving `CLOCK_MONOTONIC` alone, as a clock
+/// stepped back does.
+///
+/// Not libfaketime: it turns faking off around the `select` it wraps, and
+/// PostgreSQL 15's postmaster, which runs its signal handlers only inside
+/// `select`, forks background workers from them (the reservation worker
+/// among them). Those children inherit faking off and read the real clock
+/// while the backends read the faked one. Built here with `cc`.
+const CLOCK_BACK_C: &str = r#"
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <time.h>
+
+static int (*real_clock_gettime)(clockid_t, struct timespec *);
+static long long back_ns;
+
+__attribute__((constructor)) static void init(void) {
+    real_clock_gettime = dlsym(RTLD_NEXT, "clock_gettime");
+    const char *ms = getenv("FLAKEID_CLOCK_BACK_MS");
+    back_ns = ms ? atoll(ms) * 1000000LL : 0;
+}
+
+static int realtime(struct timespec *ts) {
+    int rc = real_clock_gettime(CLOCK_REALTIME, ts);
+    if (rc == 0) {
+        long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec - back_ns;
+        ts->tv_sec = ns / 1000000000LL;
+        ts->tv_nsec = ns % 1000000000LL;
+    }
+    return rc;
+}
+
+int clock_gettime(clockid_t id, struct timespec *ts) {
+    if (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE) {
+        return realtime(ts);
+    }
+    return real_clock_gettime(id, ts);
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
+    (void)tz;
+    struct timespec ts;
+    int rc = realtime(&ts);
+    if (rc == 0 && tv) {
+        tv->tv_sec = ts.tv_sec;
+        tv->tv_usec = ts.tv_nsec / 1000;
+    }
+    return rc;
+}
+
+time_t time(time_t *out) {
+    struct timespec ts;
+    realtime(&ts);
+    if (out) {
+        *out = ts.tv_sec;
+    }
+    return ts.tv_sec;
+}
+"#;
+
+/// The clock-back preload library, built into a scratch directory that
+/// lives as long as this value.
+pub struct ClockBack {
+    dir: flakeid_test_servers::ScratchDir,
+}
+
+impl ClockBack {
+    /// Builds it (`cc`), panicking with the compiler's output if it cannot.
+    pub fn build() -> ClockBack {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = flakeid_test_servers::ScratchDir::under(
+            &flakeid_test_servers::scratch_base(),
+            "clock-back",
+        );
+        // The server's user reads the library.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the clock-back directory");
+        let source = dir.path().join("clock_back.c");
+        std::fs::write(&source, CLOCK_BACK_C).expect("write clock_back.c");
+        let output = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(dir.path().join("clock_back.so"))
+            .arg(&source)
+            .arg("-ldl")
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run cc (a C compiler builds the clock-back library): {e}")
+            });
+        assert!(
+            output.status.success(),
+            "cc could not build the clock-back library:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        ClockBack { dir }
+    }
+
+    /// The environment that sets a postmaster's wall clock back by
+    /// [`CLOCK_BACK_MS`].
+    pub fn env(&self) -> [(&'static str, String); 2] {
+        [
+            (
+                "LD_PRELOAD",
+                self.dir.path().join("clock_back.so").display().to_string(),
+            ),
+            ("FLAKEID_CLOCK_BACK_MS", CLOCK_BACK_MS.to_string()),
+        ]
+    }
+}
 
 const INSTALL: &str =
     "cd pg && cargo pgrx install --release --pg-config /usr/lib/postgresql/15/bin/pg_config";
