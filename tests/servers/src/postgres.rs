@@ -68,8 +68,10 @@ pub struct Postgres {
 /// What a test adds to a server (the `*_with` constructors): lines for
 /// its `postgresql.conf` (written once, when the cluster is made, so
 /// `ALTER SYSTEM` can still override them) and environment variables for
-/// its postmaster (at every start and restart), e.g. libfaketime's
-/// `LD_PRELOAD` and `FAKETIME`.
+/// its postmaster (at every start and restart), e.g. an `LD_PRELOAD`
+/// library that sets the clock back. (libfaketime's does not reach every
+/// process: PostgreSQL 15's postmaster forks background workers from
+/// signal handlers, inside the `select` that libfaketime runs unfaked.)
 #[derive(Debug, Clone, Default)]
 struct Extra {
     conf: Vec<String>,
