@@ -53,7 +53,38 @@ fn flakeid_next_ids(n: i32) -> SetOfIterator<'static, i64> {
             "",
         );
     }
-    SetOfIterator::new(shared::issue(n as usize))
+    SetOfIterator::new(Stream {
+        left: n as usize,
+        batch: Vec::new().into_iter(),
+    })
+}
+
+/// `flakeid_next_ids`' rows, issued a batch at a time as PostgreSQL reads
+/// them, so that no call holds more than a batch (a huge `n` streams,
+/// rather than asking for its whole size in memory at once).
+struct Stream {
+    left: usize,
+    batch: std::vec::IntoIter<i64>,
+}
+
+/// IDs issued in one go: a tick's worth under Twitter's layout.
+const STREAM_BATCH: usize = 4096;
+
+impl Iterator for Stream {
+    type Item = i64;
+
+    fn next(&mut self) -> Option<i64> {
+        if let Some(id) = self.batch.next() {
+            return Some(id);
+        }
+        if self.left == 0 {
+            return None;
+        }
+        let take = self.left.min(STREAM_BATCH);
+        self.left -= take;
+        self.batch = shared::issue(take).into_iter();
+        self.batch.next()
+    }
 }
 
 /// The parts of an ID under flakeid.layout: when it was issued, its node id,

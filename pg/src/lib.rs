@@ -41,8 +41,9 @@ pub mod worker;
 /// generating functions refuse to run.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    settings::define();
-    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    settings::define(preloading);
+    if preloading {
         shared::init();
         worker::register();
     }

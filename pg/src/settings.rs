@@ -29,14 +29,27 @@ pub static NODE_LEASE_PREFIX: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(None);
 pub static NODE_LEASE_TTL_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 
-pub(crate) fn define() {
+/// Defines the settings. `preloading`: the postmaster is loading the
+/// library (`shared_preload_libraries`), the one moment PostgreSQL lets a
+/// setting be restart-only. A backend that loads the library later
+/// (`CREATE EXTENSION` without the preload) defines them as reload-only
+/// instead: it issues no IDs then, and the decoding functions still read
+/// the configured layout.
+pub(crate) fn define(preloading: bool) {
+    let restart = || {
+        if preloading {
+            GucContext::Postmaster
+        } else {
+            GucContext::Sighup
+        }
+    };
     GucRegistry::define_string_guc(
         c"flakeid.layout",
         c"The layout of flakeid's IDs: a preset name or a layout spec.",
         c"Presets: twitter, discord, sonyflake, js_safe. A spec names the epoch, the \
           fields and their widths, as flakeid's Layout::from_str reads it.",
         &LAYOUT,
-        GucContext::Postmaster,
+        restart(),
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -47,7 +60,7 @@ pub(crate) fn define() {
         &NODE_ID,
         -1,
         i32::MAX,
-        GucContext::Postmaster,
+        restart(),
         GucFlags::default(),
     );
     GucRegistry::define_string_guc(
@@ -55,7 +68,7 @@ pub(crate) fn define() {
         c"The database in which flakeid's worker keeps its reservation.",
         c"The worker creates the schema flakeid and the sequence flakeid.reservation there.",
         &DATABASE,
-        GucContext::Postmaster,
+        restart(),
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -75,7 +88,7 @@ pub(crate) fn define() {
         c"A postgres://, postgresql://, mysql://, redis:// or rediss:// URL, or etcd:// \
           followed by comma-separated host:port endpoints. Empty (the default): no lease.",
         &NODE_LEASE,
-        GucContext::Postmaster,
+        restart(),
         GucFlags::SUPERUSER_ONLY,
     );
     GucRegistry::define_string_guc(
@@ -83,7 +96,7 @@ pub(crate) fn define() {
         c"The lease's prefix: servers with the same prefix share a node-id space.",
         c"Empty (the default): the library's default prefix.",
         &NODE_LEASE_PREFIX,
-        GucContext::Postmaster,
+        restart(),
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -94,7 +107,7 @@ pub(crate) fn define() {
         &NODE_LEASE_TTL_MS,
         1_000,
         3_600_000,
-        GucContext::Postmaster,
+        restart(),
         GucFlags::UNIT_MS,
     );
 }

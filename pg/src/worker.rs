@@ -84,7 +84,16 @@ pub extern "C-unwind" fn flakeid_worker_main(_arg: pg_sys::Datum) {
         // The clock starts after the floor even if the wall clock reads
         // earlier; IDs then run ahead of the wall clock by that much.
         let start = unix_ms().max(floor + 1);
-        let anchor = start - monotonic_ms();
+        // The monotonic clock counts from the machine's boot, the wall
+        // clock from 1970: the anchor is positive unless the wall clock is
+        // set decades back, which no ID may follow.
+        let Some(anchor) = start.checked_sub(monotonic_ms()).filter(|&a| a > 0) else {
+            warning!(
+                "flakeid: the wall clock (Unix ms {start}) reads before the machine's boot; \
+                 no ID is issued until it is right"
+            );
+            return;
+        };
         ANCHOR.get().store(anchor, Ordering::Release);
         if start > unix_ms() + 1 {
             log!(
