@@ -180,44 +180,54 @@ enum Stall {
     Reservation,
     /// For the node-id lease to be proven valid.
     Fenced,
+    /// For the lease store to record timestamps past the clock.
+    LeaseCeiling,
 }
 
-/// Waits a moment; raises an error if the same stall has lasted
-/// [`RESERVATION_TIMEOUT`].
+/// Waits a moment; raises an error naming what it waited for if the stall
+/// has lasted [`RESERVATION_TIMEOUT`].
 fn wait_for(stall: Stall, started: &mut Option<u64>) {
     let now = monotonic_ms();
     let since = *started.get_or_insert(now);
-    if now.saturating_sub(since) > RESERVATION_TIMEOUT.as_millis() as u64 && stall == Stall::Fenced
-    {
-        raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+    if now.saturating_sub(since) <= RESERVATION_TIMEOUT.as_millis() as u64 {
+        sleep_ms(1);
+        return;
+    }
+    let secs = RESERVATION_TIMEOUT.as_secs();
+    let (message, hint) = match stall {
+        Stall::Fenced => (
             format!(
-                "flakeid's node-id lease has not been proven valid for {} s: no ID is issued \
-                 while it cannot be",
-                RESERVATION_TIMEOUT.as_secs()
+                "flakeid's node-id lease has not been proven valid for {secs} s: no ID is \
+                 issued while it cannot be"
             ),
             "see the server log for the flakeid worker's lease errors (is the store in \
              flakeid.node_lease reachable?)",
-        );
-    }
-    if now.saturating_sub(since) > RESERVATION_TIMEOUT.as_millis() as u64 {
-        let ceiling = CEILING.get().load(Ordering::Acquire);
-        let message = if ceiling == 0 {
-            "flakeid's worker has not reserved any timestamps yet".to_string()
-        } else {
+        ),
+        Stall::LeaseCeiling => (
             format!(
-                "flakeid's worker has not reserved timestamps past Unix ms {ceiling} for {} s",
-                RESERVATION_TIMEOUT.as_secs()
-            )
-        };
-        raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            message,
+                "flakeid's lease store has not recorded timestamps past Unix ms {} for \
+                 {secs} s",
+                lease::CEILING_MS.get().load(Ordering::Acquire)
+            ),
+            "see the server log for the flakeid worker's lease errors",
+        ),
+        Stall::Reservation => (
+            match CEILING.get().load(Ordering::Acquire) {
+                0 => "flakeid's worker has not reserved any timestamps yet".to_string(),
+                ceiling => format!(
+                    "flakeid's worker has not reserved timestamps past Unix ms {ceiling} for \
+                     {secs} s"
+                ),
+            },
             "see the server log for the flakeid reservation worker's errors (is \
              flakeid.database a database it can connect to?)",
-        );
-    }
-    sleep_ms(1);
+        ),
+    };
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        message,
+        hint,
+    );
 }
 
 /// Sleeps on this backend's latch, answering cancels and shutdowns.
@@ -234,13 +244,15 @@ fn sleep_ms(ms: i64) {
     pg_sys::check_for_interrupts!();
 }
 
-/// Whether the reservation covers the server's clock now; asks the worker
-/// to reserve ahead once half of it is used.
-fn covered() -> bool {
+/// Whether the reservation (and a lease's ceiling) covers the server's
+/// clock now, or what to wait for; asks the worker to reserve ahead once
+/// half of the reservation is used, and the lease's keeper to record more
+/// once the clock comes within a third of a TTL of its ceiling.
+fn covered() -> Result<(), Stall> {
     let reserved = CEILING.get().load(Ordering::Acquire);
     let now = server_ms();
     if reserved == 0 || now == 0 {
-        return false;
+        return Err(Stall::Reservation);
     }
     let half = (settings::RESERVE_MS.get().max(10) / 2) as u64;
     if now.saturating_add(half) >= reserved {
@@ -257,10 +269,14 @@ fn covered() -> bool {
             wake_worker();
         }
         if now > leased {
-            return false;
+            return Err(Stall::LeaseCeiling);
         }
     }
-    now <= reserved
+    if now <= reserved {
+        Ok(())
+    } else {
+        Err(Stall::Reservation)
+    }
 }
 
 /// The next ID from the shared generator, waiting (interruptibly) where
@@ -326,8 +342,8 @@ fn issue_with<T>(
             wait_for(Stall::Fenced, &mut stalled);
             continue;
         };
-        if !covered() {
-            wait_for(Stall::Reservation, &mut stalled);
+        if let Err(stall) = covered() {
+            wait_for(stall, &mut stalled);
             continue;
         }
         match attempt(generator) {

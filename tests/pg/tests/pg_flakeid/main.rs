@@ -12,6 +12,7 @@
 mod concurrent;
 mod crash;
 mod functions;
+mod lease;
 mod plants;
 mod promotion;
 mod settings;
