@@ -637,6 +637,12 @@ mod tests {
     /// is the ceiling granted before; and `want_lease_ceiling` makes the
     /// keeper record a later ceiling in the store.
     #[test]
+    #[cfg(any(
+        feature = "etcd",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    ))]
     fn the_lease_grant_follows_the_fence_and_wanted_ceilings_are_recorded() {
         let store_clock = ManualClock::new(T);
         let backend = MemoryBackend::new(store_clock.clone());
