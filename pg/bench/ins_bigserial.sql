@@ -1,0 +1,1 @@
+INSERT INTO t_bigserial (v) VALUES (1);

@@ -1,0 +1,1 @@
+INSERT INTO t_flakeid (v) VALUES (1);

@@ -1,0 +1,1 @@
+INSERT INTO t_insta (v) VALUES (1);

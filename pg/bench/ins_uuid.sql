@@ -1,0 +1,1 @@
+INSERT INTO t_uuid (v) VALUES (1);
