@@ -155,20 +155,28 @@ pub fn layout() -> &'static Layout {
     }
 }
 
-/// The node id `flakeid.node_id` sets, checked against the layout.
-pub fn node_id() -> u64 {
-    let node = NODE_ID.get();
-    let layout = layout();
-    if node >= 0 && leased() {
+/// Checks where the node id comes from: a lease, or `flakeid.node_id`
+/// (set, and within the layout's range), not both.
+pub fn check_node_source() {
+    if !leased() {
+        node_id();
+    } else if NODE_ID.get() >= 0 {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!(
-                "both flakeid.node_id ({node}) and flakeid.node_lease are set: the node id \
-                 comes from one or the other"
+                "both flakeid.node_id ({}) and flakeid.node_lease are set: the node id \
+                 comes from one or the other",
+                NODE_ID.get()
             ),
             "remove one of them from postgresql.conf and restart the server",
         );
     }
+}
+
+/// The node id `flakeid.node_id` sets, checked against the layout.
+pub fn node_id() -> u64 {
+    let node = NODE_ID.get();
+    let layout = layout();
     if node < 0 {
         raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -112,7 +112,12 @@ fn wake_worker() {
 
 /// Asks the worker to reserve past `ms`.
 pub(crate) fn request(ms: u64) {
-    if WANTED.get().fetch_max(ms, Ordering::AcqRel) < ms {
+    ask(WANTED.get(), ms);
+}
+
+/// Raises `wanted` to `ms`, waking the worker only if that raised it.
+pub(crate) fn ask(wanted: &AtomicU64, ms: u64) {
+    if wanted.fetch_max(ms, Ordering::AcqRel) < ms {
         wake_worker();
     }
 }
@@ -138,10 +143,12 @@ fn check_can_issue() {
 }
 
 /// This backend's generator over the shared word, built on first use.
+static GENERATOR: OnceLock<SharedGenerator<ServerClock>> = OnceLock::new();
+
+/// This backend's generator over the shared word, built on first use.
 /// `None` while a leased node id is switching (the word already holds the
 /// new node id, the grant read before did not): try again.
 fn generator(leased: Option<lease::Ticket>) -> Option<&'static SharedGenerator<ServerClock>> {
-    static GENERATOR: OnceLock<SharedGenerator<ServerClock>> = OnceLock::new();
     if let Some(generator) = GENERATOR.get() {
         return Some(generator);
     }
@@ -263,10 +270,8 @@ fn covered() -> Result<(), Stall> {
         // server's clock can run ahead of that after a restart.
         let leased = lease::CEILING_MS.get().load(Ordering::Acquire);
         let ahead = (settings::NODE_LEASE_TTL_MS.get().max(1) / 3) as u64;
-        if now.saturating_add(ahead) >= leased
-            && lease::WANTED_MS.get().fetch_max(now, Ordering::AcqRel) < now
-        {
-            wake_worker();
+        if now.saturating_add(ahead) >= leased {
+            ask(lease::WANTED_MS.get(), now);
         }
         if now > leased {
             return Err(Stall::LeaseCeiling);
@@ -320,10 +325,12 @@ fn issue_with<T>(
     mut attempt: impl FnMut(&SharedGenerator<ServerClock>) -> Result<T, GenerateError>,
     mut accept: impl FnMut(T) -> bool,
 ) {
-    check_can_issue();
     let leased = settings::leased();
-    if !leased {
-        settings::node_id();
+    if GENERATOR.get().is_none() {
+        // Once: a backend with a generator is preloaded, past recovery for
+        // good (a primary never goes back) and has its node id.
+        check_can_issue();
+        settings::check_node_source();
     }
     let mut stalled = None;
     loop {

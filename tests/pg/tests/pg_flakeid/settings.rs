@@ -1,6 +1,7 @@
 //! Bad settings: the library not preloaded (a server of its own), then on
 //! one server changed by `ALTER SYSTEM` and a restart, the node id unset
-//! or out of the layout's range, the layout changed in a session, an
+//! or out of the layout's range, a node id and a lease at once, the layout
+//! changed in a session, an
 //! unknown preset and a spec that does not parse. Each is an error (at `SET` or at first use) with
 //! a SQLSTATE and a message that says what is wrong; the session and the
 //! server go on (a new connection works), and no process crashes.
@@ -89,10 +90,27 @@ fn bad_settings_are_errors_and_never_crashes() {
     }
     still_up(&server);
 
+    // A node id and a lease at once: which one is meant?
+    reconfigure(
+        &mut server,
+        &[
+            &format!("ALTER SYSTEM SET flakeid.node_id = {NODE_ID}"),
+            "ALTER SYSTEM SET flakeid.node_lease = 'postgres://postgres@127.0.0.1:1/none'",
+        ],
+    );
+    {
+        let db = Db::connect(&server);
+        db.expect_error("SELECT flakeid_next_id()", "22023", "both flakeid.node_id");
+    }
+    still_up(&server);
+
     // A good node id: IDs are issued; the layout cannot change in a session.
     reconfigure(
         &mut server,
-        &[&format!("ALTER SYSTEM SET flakeid.node_id = {NODE_ID}")],
+        &[
+            &format!("ALTER SYSTEM SET flakeid.node_id = {NODE_ID}"),
+            "ALTER SYSTEM RESET flakeid.node_lease",
+        ],
     );
     {
         let db = Db::connect(&server);
