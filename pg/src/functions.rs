@@ -3,7 +3,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use flakeid::{Id, IdFormat};
+use flakeid::{Decoded, Id, IdFormat};
 use pgrx::datum::{JsonB, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
@@ -20,6 +20,18 @@ fn to_id(id: i64) -> Id {
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("{id} is not a flakeid ID: {e}"),
             "flakeid IDs are non-negative bigints",
+        ),
+    }
+}
+
+/// `id` read through `flakeid.layout`, or an error saying why it cannot be.
+fn decode(id: i64) -> Decoded<'static> {
+    match settings::layout().decode(to_id(id)) {
+        Ok(decoded) => decoded,
+        Err(e) => raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{id} is not an ID of flakeid.layout: {e}"),
+            "",
         ),
     }
 }
@@ -102,15 +114,7 @@ fn flakeid_decode(
         name!(clock_id, i64),
     ),
 > {
-    let layout = settings::layout();
-    let decoded = match layout.decode(to_id(id)) {
-        Ok(d) => d,
-        Err(e) => raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("{id} is not an ID of flakeid.layout: {e}"),
-            "",
-        ),
-    };
+    let decoded = decode(id);
     let fields: serde_json::Map<String, serde_json::Value> = decoded
         .node_fields()
         .map(|(name, value)| (name.to_string(), value.into()))
@@ -127,14 +131,7 @@ fn flakeid_decode(
 /// When an ID was issued, under flakeid.layout.
 #[pg_extern(stable, parallel_safe)]
 fn flakeid_timestamp(id: i64) -> TimestampWithTimeZone {
-    match settings::layout().decode(to_id(id)) {
-        Ok(d) => timestamptz_of_ms(d.unix_ms()),
-        Err(e) => raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("{id} is not an ID of flakeid.layout: {e}"),
-            "",
-        ),
-    }
+    timestamptz_of_ms(decode(id).unix_ms())
 }
 
 /// The smallest ID issued at or after `at`, under flakeid.layout: for range

@@ -26,7 +26,7 @@
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::time::Duration;
 
-use flakeid::{Generator, Id, Layout, Lease, MonotonicClock, Parts};
+use flakeid::{Generator, Id, Lease, MonotonicClock, Parts};
 use pgrx::atomics::PgAtomic;
 use pgrx::pg_shmem_init;
 use pgrx::prelude::*;
@@ -133,7 +133,6 @@ fn lease_from_settings() -> Result<Lease, String> {
 /// itself) and what was last published.
 pub(crate) struct Holder {
     generator: Generator<MonotonicClock>,
-    layout: Layout,
     published: u64,
 }
 
@@ -144,12 +143,10 @@ impl Holder {
     pub(crate) fn claim() -> Result<Holder, String> {
         let layout = settings::layout().clone();
         let lease = lease_from_settings()?;
-        let built =
-            with_signals_blocked(|| Generator::builder(layout.clone()).lease(lease).build());
+        let built = with_signals_blocked(|| Generator::builder(layout).lease(lease).build());
         let generator = built.map_err(|e| format!("no node id could be leased: {e}"))?;
         Ok(Holder {
             generator,
-            layout,
             published: 0,
         })
     }
@@ -157,9 +154,10 @@ impl Holder {
     /// Publishes the keeper's grant to shared memory, and passes on what
     /// backends wanted of the ceiling.
     pub(crate) fn publish(&mut self) {
+        let layout = self.generator.layout();
         let wanted = WANTED_MS.get().load(Ordering::Acquire);
         if wanted > CEILING_MS.get().load(Ordering::Acquire) {
-            let tick = self.layout.timestamp_at(wanted).unwrap_or(0);
+            let tick = layout.timestamp_at(wanted).unwrap_or(0);
             self.generator.want_lease_ceiling(tick);
         }
         // The clock before the grant: the deadline is counted from an
@@ -170,7 +168,7 @@ impl Holder {
             return;
         };
         let until = before + grant.valid_for.as_millis() as u64;
-        let ceiling_ms = self.layout.unix_ms(grant.ceiling + 1).saturating_sub(1);
+        let ceiling_ms = layout.unix_ms(grant.ceiling + 1).saturating_sub(1);
         if grant.generation == self.published {
             CEILING_MS.get().fetch_max(ceiling_ms, Ordering::AcqRel);
             UNTIL.get().store(until, Ordering::Release);
@@ -181,18 +179,17 @@ impl Holder {
         let odd = generation.load(Ordering::Acquire) | 1;
         generation.store(odd, Ordering::Release);
         UNTIL.get().store(0, Ordering::Release);
-        let floor_state = self
-            .layout
+        let floor_state = layout
             .compose(Parts {
                 timestamp: grant.floor,
                 node: grant.node_id,
-                sequence: self.layout.capacity_per_tick() - 1,
+                sequence: layout.capacity_per_tick() - 1,
                 clock_id: 0,
             })
             .map_or(0, u64::from);
         let word = WORD.get();
         let node_of = |state: u64| {
-            self.layout
+            layout
                 .decode(Id::from_u64(state))
                 .map_or(u64::MAX, |d| d.node_id())
         };
