@@ -171,10 +171,23 @@ impl fmt::Debug for LockedCell {
     }
 }
 
-/// A value loaded from an [`AtomicCell`], to compare-and-swap from.
+/// A value loaded from an [`AtomicCell`] (or a [`SharedCell`]), to
+/// compare-and-swap from.
 pub struct Loaded<'a> {
     word: &'a AtomicU64,
     cur: u64,
+}
+
+impl<'a> Loaded<'a> {
+    /// Starts an attempt on `word`: loads it, acquiring the clock reading
+    /// its tick came from.
+    #[inline(always)]
+    fn from(word: &'a AtomicU64) -> Self {
+        Loaded {
+            word,
+            cur: word.load(Ordering::Acquire),
+        }
+    }
 }
 
 impl Owned for AtomicCell {
@@ -190,10 +203,7 @@ impl Cell for AtomicCell {
 
     #[inline(always)]
     fn hold(&self) -> Loaded<'_> {
-        Loaded {
-            word: &self.0,
-            cur: self.0.load(Ordering::Acquire),
-        }
+        Loaded::from(&self.0)
     }
 
     fn get(&self) -> u64 {
@@ -231,10 +241,7 @@ impl Cell for SharedCell {
 
     #[inline(always)]
     fn hold(&self) -> Loaded<'_> {
-        Loaded {
-            word: self.0,
-            cur: self.0.load(Ordering::Acquire),
-        }
+        Loaded::from(self.0)
     }
 
     fn get(&self) -> u64 {
