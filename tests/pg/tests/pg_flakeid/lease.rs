@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 
 use flakeid_test_servers::Postgres;
 
-use crate::support::{
-    Db, assert_no_crash, check_installed, check_plant_loaded, create_extension, increasing, strs,
-};
+use crate::support::{self, Db, assert_no_crash, increasing};
 
 /// The lease's TTL: the worker renews every second, and a server cut off
 /// from the store stops issuing within 2.4 s (the TTL less a fifth).
@@ -31,24 +29,13 @@ const FENCED: &str = "lease has not been proven valid";
 /// A server whose node id is leased from `store`'s table, with the
 /// extension created (and, with a plant, the plant's library loaded).
 fn leased(store: &Postgres, plant: Option<&Path>) -> Postgres {
-    check_installed(plant);
-    let mut lines = vec![
-        "shared_preload_libraries = 'pg_flakeid'".to_string(),
-        format!("flakeid.node_lease = '{}'", store.url()),
-        format!("flakeid.node_lease_ttl_ms = {TTL_MS}"),
-    ];
-    if let Some(dir) = plant {
-        lines.push(format!(
-            "dynamic_library_path = '{}:$libdir'",
-            dir.display()
-        ));
-    }
-    let server = Postgres::start_with(&strs(&lines), &[]);
-    create_extension(&server);
-    if let Some(dir) = plant {
-        check_plant_loaded(&server, dir);
-    }
-    server
+    let lease = format!("flakeid.node_lease = '{}'", store.url());
+    let ttl = format!("flakeid.node_lease_ttl_ms = {TTL_MS}");
+    support::start_with_lines(
+        false,
+        plant,
+        support::conf_with_node(&lease, plant, &[&ttl]),
+    )
 }
 
 fn node_of(db: &Db, id: i64) -> i64 {

@@ -4,8 +4,23 @@
 //! `pg_flakeid.so`, the servers load it instead of the installed one, and
 //! the test passes only if the scenario fails.
 
+use std::path::Path;
+
 use crate::support::plant_dir;
 use crate::{concurrent, crash, lease};
+
+/// Runs `scenario` on the plant build and passes only if it names a
+/// violation; `unnoticed` says what the scenario saw instead.
+fn caught(plant: &str, unnoticed: &str, scenario: fn(Option<&Path>) -> Result<(), String>) {
+    let dir = plant_dir();
+    match scenario(Some(&dir)) {
+        Ok(()) => panic!(
+            "the plant build in {} went unnoticed: {unnoticed}",
+            dir.display()
+        ),
+        Err(violation) => eprintln!("caught {plant}: {violation}"),
+    }
+}
 
 /// `plant-unlogged-reservation`: the worker publishes its reservation
 /// without logging it, so after a crash and a clock set back the server
@@ -13,14 +28,11 @@ use crate::{concurrent, crash, lease};
 #[test]
 #[ignore = "needs a plant build: see .ci/test"]
 fn unlogged_reservation() {
-    let dir = plant_dir();
-    match crash::crash_restart_with_the_clock_back(Some(&dir)) {
-        Ok(()) => panic!(
-            "the plant build in {} went unnoticed: IDs after the crash all above the old ones",
-            dir.display()
-        ),
-        Err(violation) => eprintln!("caught the unlogged reservation: {violation}"),
-    }
+    caught(
+        "the unlogged reservation",
+        "IDs after the crash all above the old ones",
+        crash::crash_restart_with_the_clock_back,
+    );
 }
 
 /// `plant-per-backend-word`: each backend advances a word of its own, so
@@ -28,14 +40,11 @@ fn unlogged_reservation() {
 #[test]
 #[ignore = "needs a plant build: see .ci/test"]
 fn per_backend_word() {
-    let dir = plant_dir();
-    match concurrent::sixteen_clients_share_one_generator(Some(&dir)) {
-        Ok(()) => panic!(
-            "the plant build in {} went unnoticed: 16 clients issued no duplicate",
-            dir.display()
-        ),
-        Err(violation) => eprintln!("caught the per-backend word: {violation}"),
-    }
+    caught(
+        "the per-backend word",
+        "16 clients issued no duplicate",
+        concurrent::sixteen_clients_share_one_generator,
+    );
 }
 
 /// `plant-lease-unfenced`: backends never look at the leased node id's
@@ -44,12 +53,9 @@ fn per_backend_word() {
 #[test]
 #[ignore = "needs a plant build: see .ci/test"]
 fn lease_unfenced() {
-    let dir = plant_dir();
-    match lease::a_server_cut_off_from_the_store_stops_issuing(Some(&dir)) {
-        Ok(()) => panic!(
-            "the plant build in {} went unnoticed: the cut-off server was fenced",
-            dir.display()
-        ),
-        Err(violation) => eprintln!("caught the unfenced lease: {violation}"),
-    }
+    caught(
+        "the unfenced lease",
+        "the cut-off server was fenced",
+        lease::a_server_cut_off_from_the_store_stops_issuing,
+    );
 }

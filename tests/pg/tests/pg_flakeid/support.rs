@@ -195,9 +195,16 @@ pub fn plant_dir() -> PathBuf {
 /// the node id, and with a plant the plant's directory first in
 /// `dynamic_library_path`, then `extra`.
 pub fn conf(plant: Option<&Path>, extra: &[&str]) -> Vec<String> {
+    let node = format!("flakeid.node_id = {NODE_ID}");
+    conf_with_node(&node, plant, extra)
+}
+
+/// [`conf`], with `node` (a `flakeid.node_id` or `flakeid.node_lease`
+/// line) for where the node id comes from.
+pub fn conf_with_node(node: &str, plant: Option<&Path>, extra: &[&str]) -> Vec<String> {
     let mut lines = vec![
         "shared_preload_libraries = 'pg_flakeid'".to_string(),
-        format!("flakeid.node_id = {NODE_ID}"),
+        node.to_string(),
     ];
     if let Some(dir) = plant {
         lines.push(format!(
@@ -217,8 +224,12 @@ pub fn strs(lines: &[String]) -> Vec<&str> {
 /// A fast (or `durable`) server with [`conf`]'s lines and the extension
 /// created in its database `postgres`.
 pub fn start(durable: bool, plant: Option<&Path>, extra: &[&str]) -> Postgres {
+    start_with_lines(durable, plant, conf(plant, extra))
+}
+
+/// [`start`] with `lines` (from [`conf`] or [`conf_with_node`]).
+pub fn start_with_lines(durable: bool, plant: Option<&Path>, lines: Vec<String>) -> Postgres {
     check_installed(plant);
-    let lines = conf(plant, extra);
     let server = if durable {
         Postgres::start_durable_with(&strs(&lines), &[])
     } else {
