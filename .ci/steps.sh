@@ -142,3 +142,33 @@ trap report_failure EXIT
 # The newest PostgreSQL major installed (Debian's postgresql package pulls
 # in one): the one the extension (pg/) is built for and tested against.
 pg_major() { ls /usr/lib/postgresql | sort -n | tail -n 1; }
+
+# no_rust_path DIR: prints a PATH of one directory, DIR, holding a link to
+# every command on the current PATH but cargo, rustc, rustup, rustdoc,
+# cargo-* and protoc, and checks that none of those resolves through it:
+# the package steps install and test the built artifacts with it, as a user
+# without Rust would.
+no_rust_path() {
+  local shadow="$1" dir file name
+  rm -rf "$shadow"
+  mkdir -p "$shadow"
+  local IFS=:
+  for dir in $PATH; do
+    [ -d "$dir" ] || continue
+    for file in "$dir"/*; do
+      name="${file##*/}"
+      case "$name" in
+        cargo | cargo-* | rustc | rustup | rustdoc | rust-* | protoc) continue ;;
+      esac
+      [ -x "$file" ] && [ ! -d "$file" ] && [ ! -e "$shadow/$name" ] \
+        && ln -s "$file" "$shadow/$name"
+    done
+  done
+  for name in cargo rustc rustup protoc; do
+    if PATH="$shadow" command -v "$name" >/dev/null 2>&1; then
+      echo "error: $name is still on the PATH made without Rust ($shadow)" >&2
+      return 1
+    fi
+  done
+  echo "$shadow"
+}
