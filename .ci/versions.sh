@@ -11,7 +11,8 @@
 # [package] version of flakeid while there is none). Must equal it:
 # - every workspace crate that is published (not `publish = false`), and
 #   flakeid-server, flakeid-bindings, flakeid-python, flakeid-node
-#   (cargo metadata), and their entries in Cargo.lock;
+#   (cargo metadata), their entries in Cargo.lock, and the version of a
+#   path dependency of one on another (e.g. flakeid-server's on flakeid);
 # - pg/Cargo.toml's version (its own workspace) and pg/Cargo.lock's entry;
 # - bindings/python/pyproject.toml: `dynamic = ["version"]` (maturin takes
 #   the crate's), or a literal version equal to it;
@@ -99,6 +100,19 @@ for pkg in meta["packages"]:
     if published or pkg["name"] in RELEASED:
         released.append(pkg["name"])
         check(f"{rel(pkg['manifest_path'])} (crate {pkg['name']})", pkg["version"])
+# A path dependency on one of them with a version (needed to publish):
+# `version = "X"` or "=X", "^X", "~X" of THE version.
+def check_req(what, req):
+    if req in (None, "*"):
+        return
+    check(what, req.lstrip("=^~ "))
+for pkg in meta["packages"]:
+    if pkg["name"] not in released:
+        continue
+    for dep in pkg["dependencies"]:
+        if dep["name"] in released and dep.get("path"):
+            check_req(f"{rel(pkg['manifest_path'])} (dependency {dep['name']} of "
+                      f"{pkg['name']})", dep.get("req"))
 for name in sorted(RELEASED - set(released)):
     problems.append(f"crate {name} is not a member of the workspace (cargo metadata)")
 
@@ -121,6 +135,9 @@ lock_entries("Cargo.lock", sorted(released))
 pg = toml("pg/Cargo.toml")
 pg_name = pg.get("package", {}).get("name", "pg_flakeid")
 check(f"pg/Cargo.toml (crate {pg_name})", pg.get("package", {}).get("version"))
+for name, dep in sorted(pg.get("dependencies", {}).items()):
+    if name in released and isinstance(dep, dict) and "path" in dep:
+        check_req(f"pg/Cargo.toml (dependency {name})", dep.get("version"))
 lock_entries("pg/Cargo.lock", [pg_name])
 
 # Python: maturin takes the crate's version unless pyproject.toml has one.
