@@ -30,9 +30,13 @@ usage() { echo "usage: $0 [--tag vX.Y.Z]" >&2; exit 2; }
 tag=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --tag) [ $# -ge 2 ] && [ -n "$2" ] || usage; tag="$2"; shift 2 ;;
+    --tag)
+      if [ $# -lt 2 ] || [ -z "$2" ]; then usage; fi
+      tag="$2"
+      shift 2
+      ;;
     --tag=?*) tag="${1#--tag=}"; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "error: unknown argument $1" >&2; usage ;;
   esac
 done
