@@ -90,10 +90,13 @@ build() {
   # PATH. It builds for the target x86_64-unknown-linux-gnu (zig links
   # against glibc 2.17's symbols), so into target/x86_64-unknown-linux-gnu/
   # beside the host builds in target/release.
-  step "flakeid-rs wheel: maturin build --release --zig --compatibility manylinux2014"
+  step "flakeid-rs wheel: maturin build --release --locked --zig --compatibility manylinux2014"
   local began
   began="$(now)"
-  PATH="$TOOLS/bin:$PATH" maturin build --release --zig --compatibility manylinux2014 \
+  # --locked: the dependencies Cargo.lock names, or a failure. (The sdist's
+  # build cannot take it: its workspace has fewer members, and cargo prunes
+  # their packages from the lock file it carries.)
+  PATH="$TOOLS/bin:$PATH" maturin build --release --locked --zig --compatibility manylinux2014 \
     --manifest-path "$MANIFEST" --out "$out"
   echo "wheel built in $(since "$began") s"
   local wheel sdist
@@ -240,12 +243,29 @@ test_packages() {
   PATH="$(no_rust_path "$ROOT/target/no-rust-bin")"
   rm -rf target/flakeid-rs-venv
   python3 -m venv target/flakeid-rs-venv
+  # MATURIN_NO_INSTALL_RUST: without it, maturin's build backend, finding
+  # no cargo, fetches a Rust toolchain of its own (puccinialin) and builds
+  # anyway; with it and this PATH, a pip that had to build flakeid-rs fails
+  # at once ("Cargo, the Rust package manager, is not installed").
+  export MATURIN_NO_INSTALL_RUST=1
   local began
   began="$(now)"
   target/flakeid-rs-venv/bin/pip install --quiet --disable-pip-version-check "$wheel"
   local install_seconds
   install_seconds="$(since "$began")"
-  target/flakeid-rs-venv/bin/pip install --quiet --disable-pip-version-check pytest hypothesis mypy
+  target/flakeid-rs-venv/bin/pip install --quiet --disable-pip-version-check \
+    pytest hypothesis mypy
+  # The module the tests load is the wheel's, byte for byte.
+  target/flakeid-rs-venv/bin/python - "$wheel" <<'PY'
+import hashlib, sys, sysconfig, zipfile
+from pathlib import Path
+installed = Path(sysconfig.get_paths()["platlib"]) / "flakeid_rs" / "_native.abi3.so"
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    shipped = wheel.read("flakeid_rs/_native.abi3.so")
+if installed.read_bytes() != shipped:
+    sys.exit(f"error: {installed} is not the wheel's flakeid_rs/_native.abi3.so")
+print(f"{installed}: the wheel's, sha256 {hashlib.sha256(shipped).hexdigest()[:16]}...")
+PY
   (cd "$outside" && "$ROOT/target/flakeid-rs-venv/bin/python" -c "$SMOKE_TEST")
 
   # scripts/check_junit.py reads pytest's JUnit report: every test function
@@ -274,26 +294,43 @@ test_packages() {
     "$py_reports/no-detection.xml" failed bindings/python/tests/test_fork.py
   rm -rf "$py_reports"
   PATH="$rust_path"
+  unset MATURIN_NO_INSTALL_RUST
 
   step "Python package flakeid-rs: the sdist into a fresh venv, built outside the checkout (cargo reusing target/), smoke test"
-  # pip unpacks the sdist in a temporary directory and builds it there with
-  # maturin (pyproject's build-system); CARGO_TARGET_DIR points cargo at
-  # the workspace's target/, whose release build of the dependencies it
-  # reuses (flakeid, flakeid-bindings and the extension, at a new path,
-  # compile again).
+  # Unpacked in a temporary directory outside the checkout, every file's
+  # time now (tar -m), and built there by pip with maturin (pyproject's
+  # build-system): a host build (no zig), as a user's pip makes it.
+  # CARGO_TARGET_DIR points cargo at the workspace's target/, whose release
+  # build of the dependencies it reuses; flakeid, flakeid-bindings and the
+  # extension compile again (their sources are newer than anything built).
+  # In a fresh clone it builds them all, and leaves them for the Node step.
+  # --no-cache-dir: pip would otherwise take a wheel it built before.
   rm -rf target/flakeid-rs-sdist-venv
   python3 -m venv target/flakeid-rs-sdist-venv
-  local sdist_began sdist_seconds
+  local sdist_began sdist_seconds stamp="$outside/stamp" src
+  touch "$stamp"
   sdist_began="$(now)"
+  tar -xzmf "$sdist" -C "$outside"
+  src="$outside/$(basename "$sdist" .tar.gz)"
   (cd "$outside" && CARGO_TARGET_DIR="$ROOT/target" \
-    "$ROOT/target/flakeid-rs-sdist-venv/bin/pip" install --quiet --disable-pip-version-check "$sdist")
+    "$ROOT/target/flakeid-rs-sdist-venv/bin/pip" install --quiet --disable-pip-version-check \
+    --no-cache-dir "$src")
   sdist_seconds="$(since "$sdist_began")"
+  # The installed module is the one cargo has just linked.
+  local built="$ROOT/target/release/libflakeid_rs.so" installed
+  installed="$(target/flakeid-rs-sdist-venv/bin/python -c 'import sysconfig
+print(sysconfig.get_paths()["platlib"] + "/flakeid_rs/_native.abi3.so")')"
+  if [ ! "$built" -nt "$stamp" ] || ! cmp -s "$built" "$installed"; then
+    echo "error: $installed is not $built as cargo linked it just now: pip did not build the sdist" >&2
+    exit 1
+  fi
+  echo "$installed: built from the sdist just now (cargo's $built)"
   (cd "$outside" && "$ROOT/target/flakeid-rs-sdist-venv/bin/python" -c "$SMOKE_TEST")
   rm -rf "$outside"
 
   end_step
   echo "wheel $(basename "$wheel"): $(stat -c %s "$wheel") bytes ($(du -h "$wheel" | cut -f1)); pip install of it without Rust on PATH: $install_seconds s"
-  echo "sdist $(basename "$sdist"): $(stat -c %s "$sdist") bytes; pip install of it (a build, reusing target/): $sdist_seconds s"
+  echo "sdist $(basename "$sdist"): $(stat -c %s "$sdist") bytes; unpacked and built by pip outside the checkout (cargo reusing target/): $sdist_seconds s"
 }
 
 [ "$#" -eq 2 ] || usage
