@@ -202,7 +202,8 @@ check_sdist() {
 # The import checks, run by a venv's python from a directory outside the
 # checkout: flakeid_rs and its native module come from that venv's
 # site-packages; 10,000 IDs are unique and increasing, and decode to the
-# node id they were made with.
+# node id they were made with; the metadata's description is this
+# package's README (bindings/python/README.md), not the library's.
 SMOKE_TEST='
 import pathlib, sys, sysconfig
 import flakeid_rs, flakeid_rs._native as native
@@ -221,6 +222,10 @@ if any(a >= b for a, b in zip(ids, ids[1:])):
 nodes = {gen.decode(i).node_id for i in ids}
 if nodes != {7}:
     sys.exit(f"error: the IDs decode to node ids {sorted(nodes)}, 7 expected")
+import importlib.metadata
+description = importlib.metadata.metadata("flakeid-rs").get_payload().lstrip()
+if not description.startswith("# flakeid-rs (Python)"):
+    sys.exit(f"error: the installed metadata describes another README: {description[:60]!r}")
 text = flakeid_rs.encode(ids[-1], "base62")
 if flakeid_rs.parse_id(text) != ids[-1]:
     sys.exit(f"error: {text} parses to {flakeid_rs.parse_id(text)}, not {ids[-1]}")
