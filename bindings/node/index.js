@@ -1,11 +1,67 @@
 'use strict'
 // flakeid-rs: time-ordered, unique 64-bit Snowflake IDs, made natively by
-// the Rust library flakeid. The addon (flakeid.node, built from this
-// folder's Rust crate by scripts/build.js at `npm install`) holds every
-// class and function; this file defines the error classes it throws and
+// the Rust library flakeid. The addon holds every class and function; this
+// file finds it (loadAddon below), defines the error classes it throws and
 // hands them to it. The API and its documentation: index.d.ts, README.md.
 
-const native = require('./flakeid.node')
+const fs = require('node:fs')
+const path = require('node:path')
+
+/**
+ * The platforms with a prebuilt addon: each is the npm package
+ * `flakeid-rs-<platform>` (npm/<platform>/ in the repository), an optional
+ * dependency of this package that npm installs only where its os, cpu and
+ * libc match. The release workflow builds them all.
+ */
+const PLATFORMS = ['linux-x64-gnu', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
+
+/** This process's platform in the packages' naming (`linux-x64-gnu`, ...). */
+function currentPlatform() {
+  const { platform, arch } = process
+  if (platform === 'linux') {
+    // glibc's version is in the report's header; musl (Alpine) has none.
+    const header = process.report?.getReport?.().header
+    return `linux-${arch}-${header?.glibcVersionRuntime ? 'gnu' : 'musl'}`
+  }
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  return `${platform}-${arch}`
+}
+
+const BUILD_HINT = 'To build the addon from source (Rust from https://rustup.rs and protoc, ' +
+  'for the etcd client), run `npx flakeid-rs-build` in your project: it compiles the Rust ' +
+  'sources this package carries and writes flakeid.node beside its index.js, which is then ' +
+  'loaded first.'
+
+/**
+ * The addon: a source build (flakeid.node beside this file, written by
+ * `npx flakeid-rs-build`, or by `npm run build` in a checkout) if there is
+ * one, since it was made on purpose; else the platform package.
+ */
+function loadAddon() {
+  const local = path.join(__dirname, 'flakeid.node')
+  if (fs.existsSync(local)) return require(local)
+  const platform = currentPlatform()
+  const name = `flakeid-rs-${platform}`
+  if (!PLATFORMS.includes(platform)) {
+    throw new Error(`flakeid-rs has no prebuilt addon for this platform (${platform}); ` +
+      `the prebuilt ones are ${PLATFORMS.map((p) => `flakeid-rs-${p}`).join(', ')}. ${BUILD_HINT}`)
+  }
+  try {
+    return require(name)
+  } catch (error) {
+    if (error.code !== 'MODULE_NOT_FOUND' || !String(error.message).includes(name)) {
+      error.message = `flakeid-rs: ${name} is installed but its addon did not load: ${error.message}`
+      throw error
+    }
+    throw new Error(`flakeid-rs: the package ${name}, its prebuilt addon for this platform, is ` +
+      'not installed. npm installs it as an optional dependency of flakeid-rs; it is missing ' +
+      'when npm ran with --omit=optional or --no-optional, or when a package-lock.json made on ' +
+      'another platform left it out (npm/cli#4828): run `npm install` again here, or add ' +
+      `${name} to your dependencies. ${BUILD_HINT}`)
+  }
+}
+
+const native = loadAddon()
 
 /** The base of every error flakeid-rs throws; `code` is stable. */
 class FlakeidError extends Error {
