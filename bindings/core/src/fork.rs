@@ -5,6 +5,7 @@
 //! library's default clock like any other: the library starts a refresh
 //! thread of the child's own for it.
 
+#[cfg(unix)]
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -17,10 +18,12 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 /// fork tests catch a child that is not detected).
 static DETECT: AtomicBool = AtomicBool::new(true);
 
+#[cfg(unix)]
 static INSTALL: Once = Once::new();
 
 /// Runs in the child of every `fork` (glibc and musl call it before `fork`
 /// returns in the child): a relaxed add on a static, async-signal-safe.
+#[cfg(unix)]
 extern "C" fn child() {
     if DETECT.load(Ordering::Relaxed) {
         FORKS.fetch_add(1, Ordering::Relaxed);
@@ -28,8 +31,10 @@ extern "C" fn child() {
 }
 
 /// Registers the child handler, once per process (a forked child inherits
-/// the registration).
+/// the registration). Windows has no `fork`: nothing to register there, and
+/// the count stays 0.
 pub(crate) fn install() {
+    #[cfg(unix)]
     INSTALL.call_once(|| {
         // SAFETY: `child` is an `extern "C" fn()` that only touches two
         // static atomics, which is what a child handler may do.
