@@ -7,7 +7,7 @@
 // @sapphire/snowflake has no batch call, so its batch is a loop of 4,096
 // single calls into an array.
 //
-//   cd bindings/node && npm ci && node bench/bench.js [--rounds 9] [--seconds 0.2]
+//   cd bindings/node && npm install && npm run build && node bench/bench.js [--rounds 9] [--seconds 0.2]
 //
 // Each round times every subject once, in turn, for about --seconds; the
 // table gives each subject's median and fastest round over --rounds rounds
