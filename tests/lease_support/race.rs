@@ -65,7 +65,11 @@ pub fn two_processes_race(server: &Server, child_test: &str) {
         drop(child.stdin.take());
     }
     for child in &mut children {
-        assert!(child.wait().unwrap().success(), "a child failed");
+        let status = child.wait().unwrap();
+        assert!(
+            status.success(),
+            "a child failed ({status}; its reason, if it gave one, is on stderr above)"
+        );
     }
     for reader in readers {
         reader.join().unwrap();
@@ -86,6 +90,14 @@ pub fn two_processes_race(server: &Server, child_test: &str) {
     );
     assert_eq!(ids.len(), 2 * GENERATORS_PER_CHILD * IDS_PER_GENERATOR);
     assert_unique(&mut ids);
+}
+
+/// Ends a race child with `why` on its stderr, which the parent's test
+/// output shows: written to the stream itself, since libtest captures
+/// `eprintln!` in the child's test threads and `exit` would drop it.
+fn child_failed(why: &str) -> ! {
+    let _ = writeln!(std::io::stderr().lock(), "race child: {why}");
+    std::process::exit(1)
 }
 
 /// The child of [`two_processes_race`]: run by the test binary itself.
@@ -114,8 +126,7 @@ pub fn race_child() {
                         .safety_margin(RACE_TTL / 5);
                     let g = build(lease).unwrap_or_else(|e| {
                         // Exit rather than leave the others at the barrier.
-                        eprintln!("race child: {e}");
-                        std::process::exit(1)
+                        child_failed(&format!("a claim failed: {e}"))
                     });
                     let node = g.node_id();
                     barrier.wait(); // all hold their node ids
@@ -124,8 +135,7 @@ pub fn race_child() {
                     writeln!(out, "node {node}").unwrap();
                     for id in ids {
                         if node_of(id) != node {
-                            eprintln!("race child: lost node id {node} while generating");
-                            std::process::exit(1);
+                            child_failed(&format!("lost node id {node} while generating"));
                         }
                         writeln!(out, "id {id}").unwrap();
                     }
