@@ -206,6 +206,28 @@ impl Fence {
         }
     }
 
+    /// The node bits of the latest grant, whether or not the lease is proven
+    /// valid right now: the node id the generator holds, or held last and
+    /// takes back or leaves at its next claim. `None` before the first grant.
+    pub(crate) fn granted_node_bits(&self) -> Option<u64> {
+        loop {
+            let ticket = self.generation.load(Ordering::Acquire);
+            if ticket == 0 {
+                return None;
+            }
+            if ticket & 1 == 0 {
+                let bits = self.node_bits.load(Ordering::Relaxed);
+                // Orders the load above before the generation's second reading.
+                atomic_fence(Ordering::Acquire);
+                if self.generation.load(Ordering::Relaxed) == ticket {
+                    return Some(bits);
+                }
+            }
+            // The keeper is writing a new grant: three stores away.
+            std::hint::spin_loop();
+        }
+    }
+
     /// The deadline `until` has passed: closes the fence, so that a renewal
     /// answered later cannot reopen it. `false` if the deadline moved
     /// meanwhile (a renewal, or a fresh claim, landed first).

@@ -135,7 +135,12 @@ pub fn race_child() {
                     writeln!(out, "node {node}").unwrap();
                     for id in ids {
                         if node_of(id) != node {
-                            child_failed(&format!("lost node id {node} while generating"));
+                            child_failed(&format!(
+                                "lost node id {node} while generating: ID {id} has node id {}, \
+                                 the generator's is now {}",
+                                node_of(id),
+                                g.node_id()
+                            ));
                         }
                         writeln!(out, "id {id}").unwrap();
                     }

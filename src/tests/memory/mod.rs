@@ -677,6 +677,20 @@ mod tests {
     }
 
     #[test]
+    fn a_fenced_generator_still_reports_the_node_id_it_was_granted() {
+        // Node id 5, so that a report of nothing issued yet (0) differs.
+        let backend = MemoryBackend::new(ManualClock::new(T));
+        let mut lease = lease(&backend);
+        lease.terms.node_ids = Some(5..=5);
+        let mut a = node(&lease, T).unwrap();
+        assert_eq!(a.generator().node_id(), 5);
+        backend.set_fault(a.holder(), Some(Fault::Cut));
+        a.advance(TTL);
+        assert_eq!(a.generator().lease_grant(), None, "fenced");
+        assert_eq!(a.generator().node_id(), 5, "fenced before its first ID");
+    }
+
+    #[test]
     fn successive_holders_of_a_node_id_never_issue_the_same_id() {
         let store_clock = ManualClock::new(T);
         let backend = MemoryBackend::new(store_clock.clone());
