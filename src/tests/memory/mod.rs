@@ -682,11 +682,11 @@ mod tests {
         let backend = MemoryBackend::new(ManualClock::new(T));
         let mut lease = lease(&backend);
         lease.terms.node_ids = Some(5..=5);
-        let mut a = node(&lease, T).unwrap();
+        let a = node(&lease, T).unwrap();
         assert_eq!(a.generator().node_id(), 5);
         backend.set_fault(a.holder(), Some(Fault::Cut));
         a.advance(TTL);
-        assert_eq!(a.generator().lease_grant(), None, "fenced");
+        assert_eq!(a.generator().poll_id(), Err(GenerateError::Fenced));
         assert_eq!(a.generator().node_id(), 5, "fenced before its first ID");
     }
 
