@@ -35,16 +35,6 @@ usage() {
 
 version() { node -p "require('$PKG_DIR/package.json').version"; }
 
-# one PATTERN: the one file PATTERN matches, or fail naming what it found.
-one() {
-  local found=("$@")
-  if [ "${#found[@]}" -ne 1 ] || [ ! -f "${found[0]}" ]; then
-    echo "error: one file expected, found: ${found[*]}" >&2
-    exit 1
-  fi
-  echo "${found[0]}"
-}
-
 build() {
   local out="$1" library glibc
   mkdir -p "$out"
@@ -73,8 +63,8 @@ build() {
   (cd "$PKG_DIR" && npm pack --pack-destination "$out" --silent >/dev/null)
   local v
   v="$(version)"
-  one "$out/flakeid-rs-$PLATFORM-$v.tgz" >/dev/null
-  one "$out/flakeid-rs-$v.tgz" >/dev/null
+  one_file "$out" "flakeid-rs-$PLATFORM-$v.tgz" "platform tarballs" >/dev/null
+  one_file "$out" "flakeid-rs-$v.tgz" "main tarballs" >/dev/null
   # What each tarball holds: the addon; the loader, types and the sources.
   # (Listings in variables: `tar | grep -q` fails under pipefail when grep
   # stops reading early.)
@@ -100,8 +90,8 @@ test_packages() {
   local out="$1" v platform_tgz main_tgz started seconds nrp loaded
   out="$(cd "$out" && pwd)"
   v="$(version)"
-  platform_tgz="$(one "$out/flakeid-rs-$PLATFORM-$v.tgz")"
-  main_tgz="$(one "$out/flakeid-rs-$v.tgz")"
+  platform_tgz="$(one_file "$out" "flakeid-rs-$PLATFORM-$v.tgz" "platform tarballs")"
+  main_tgz="$(one_file "$out" "flakeid-rs-$v.tgz" "main tarballs")"
 
   step "Node package flakeid-rs: the tarballs into a fresh folder without Rust on PATH, node --test there (workers, cluster, bad input, leases, types, loader)"
   rm -rf "$INSTALL"

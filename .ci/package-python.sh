@@ -66,20 +66,6 @@ except m.PackageNotFoundError:
   fi
 }
 
-# one_file OUTDIR GLOB WHAT: the one file OUTDIR has matching GLOB, or fails
-# saying what is missing or too many.
-one_file() {
-  local found=()
-  for file in "$1"/$2; do
-    [ -e "$file" ] && found+=("$file")
-  done
-  if [ "${#found[@]}" -ne 1 ]; then
-    echo "error: ${#found[@]} $3 ($2) in $1, one expected; run '$0 build $1' first" >&2
-    exit 1
-  fi
-  echo "${found[0]}"
-}
-
 build() {
   local out="$1"
   step "flakeid-rs packages: tools venv (maturin $MATURIN_VERSION, ziglang $ZIGLANG_VERSION)"

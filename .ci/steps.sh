@@ -172,3 +172,17 @@ no_rust_path() {
   done
   echo "$shadow"
 }
+
+# one_file OUTDIR GLOB WHAT: the one file OUTDIR has matching GLOB, or fails
+# saying what is missing or too many.
+one_file() {
+  local found=() file
+  for file in "$1"/$2; do
+    [ -e "$file" ] && found+=("$file")
+  done
+  if [ "${#found[@]}" -ne 1 ]; then
+    echo "error: ${#found[@]} $3 ($2) in $1, one expected; run '$0 build $1' first" >&2
+    exit 1
+  fi
+  echo "${found[0]}"
+}
