@@ -42,6 +42,11 @@ pub(crate) struct Fence {
     valid_until: AtomicU64,
     /// The leased node id's bits in ID position.
     node_bits: AtomicU64,
+    /// The node bits of the latest claim, valid once `claimed` is set: the
+    /// node id held, whether its fence is open, waits to open, or closed.
+    claimed_bits: AtomicU64,
+    /// Whether the keeper has claimed a node id yet.
+    claimed: AtomicBool,
     /// The highest timestamp field a previous holder of that node id may
     /// have used: the generator issues only after it.
     floor: AtomicU64,
@@ -144,6 +149,8 @@ impl Fence {
             generation: AtomicU64::new(0),
             valid_until: AtomicU64::new(0),
             node_bits: AtomicU64::new(0),
+            claimed_bits: AtomicU64::new(0),
+            claimed: AtomicBool::new(false),
             floor: AtomicU64::new(0),
             ceiling: AtomicU64::new(0),
             rewind: AtomicBool::new(false),
@@ -206,26 +213,23 @@ impl Fence {
         }
     }
 
-    /// The node bits of the latest grant, whether or not the lease is proven
-    /// valid right now: the node id the generator holds, or held last and
-    /// takes back or leaves at its next claim. `None` before the first grant.
-    pub(crate) fn granted_node_bits(&self) -> Option<u64> {
-        loop {
-            let ticket = self.generation.load(Ordering::Acquire);
-            if ticket == 0 {
-                return None;
-            }
-            if ticket & 1 == 0 {
-                let bits = self.node_bits.load(Ordering::Relaxed);
-                // Orders the load above before the generation's second reading.
-                atomic_fence(Ordering::Acquire);
-                if self.generation.load(Ordering::Relaxed) == ticket {
-                    return Some(bits);
-                }
-            }
-            // The keeper is writing a new grant: three stores away.
-            std::hint::spin_loop();
-        }
+    /// Notes the node bits of a claim the store granted, before its fence
+    /// opens (at once, or after a wait): what
+    /// [`claimed_node_bits`](Fence::claimed_node_bits) reports.
+    pub(crate) fn note_claim(&self, node_bits: u64) {
+        self.claimed_bits.store(node_bits, Ordering::Relaxed);
+        // Orders the bits before the flag a reader checks first.
+        self.claimed.store(true, Ordering::Release);
+    }
+
+    /// The node bits of the latest claim, whether or not the lease is proven
+    /// valid right now: the node id the generator holds (its fence open, or
+    /// waiting to open), or held last and takes back or leaves at its next
+    /// claim. `None` before the first claim.
+    pub(crate) fn claimed_node_bits(&self) -> Option<u64> {
+        self.claimed
+            .load(Ordering::Acquire)
+            .then(|| self.claimed_bits.load(Ordering::Relaxed))
     }
 
     /// The deadline `until` has passed: closes the fence, so that a renewal
@@ -320,9 +324,11 @@ impl Fence {
         false
     }
 
-    /// Opens the fence for a fresh claim, valid until `valid_until_ns`.
-    /// Called by one thread at a time (the keeper).
+    /// Opens the fence for a fresh claim, valid until `valid_until_ns`, and
+    /// notes the claim if the keeper has not yet. Called by one thread at a
+    /// time (the keeper).
     pub(crate) fn open(&self, grant: Grant, valid_until_ns: u64) {
+        self.note_claim(grant.node_bits);
         let generation = self.begin_replace();
         self.write_grant(grant, valid_until_ns);
         self.end_replace(generation.wrapping_add(2));

@@ -138,7 +138,8 @@ impl<C, S: StateCell> Core<C, S> {
     /// The node id in the IDs: the configured one, or the one a lease holds now.
     pub(crate) fn node_id(&self) -> u64 {
         // The state carries the node id, which a lease may change; before
-        // the first ID under a new lease, the lease's grant has it.
+        // the first ID under a new lease (and while its fence waits to
+        // open), the lease's latest claim has it.
         let id = match self.plan.leased_node_bits() {
             Some(bits) => Id::from_u64(bits),
             None => self.last_id(),

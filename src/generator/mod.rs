@@ -666,9 +666,10 @@ impl<C: Clock, S: StateCell> CellGenerator<C, S> {
     }
 
     /// The node id in the IDs (all node fields as one number): the
-    /// configured one, or the one a lease holds now (while the lease is not
-    /// proven valid, the one it was granted last, which the next claim takes
-    /// back if it can).
+    /// configured one, or the one a lease holds now: from the claim on, even
+    /// while its fence waits to open, and while the lease is not proven
+    /// valid, the one it claimed last, which the next claim takes back if it
+    /// can.
     ///
     /// ```
     /// use flakeid::{Generator, Layout, ManualClock};

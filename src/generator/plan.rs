@@ -303,10 +303,10 @@ impl Plan {
         self.fence.as_deref()
     }
 
-    /// The node id bits of the lease's latest grant, proven valid now or
-    /// not, if the node id is leased.
+    /// The node id bits of the lease's latest claim, its fence open or not,
+    /// if the node id is leased.
     pub(crate) fn leased_node_bits(&self) -> Option<u64> {
-        self.fence.as_ref().and_then(|f| f.granted_node_bits())
+        self.fence.as_ref().and_then(|f| f.claimed_node_bits())
     }
 
     /// The distance between consecutive IDs of one tick.

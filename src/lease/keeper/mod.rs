@@ -522,6 +522,7 @@ impl<S: Store> Run<S> {
                 });
             }
         };
+        self.fence.note_claim(node_bits);
         let floor = rules.floor(s.tick_of(claim.mark_ms));
         let rewind = fresh_before_ms.is_some();
         let mut held = Held {

@@ -690,6 +690,30 @@ mod tests {
         assert_eq!(a.generator().node_id(), 5, "fenced before its first ID");
     }
 
+    /// A claim that waits before its fence opens (the epoch rule) holds its
+    /// node id already: the generator reports that one, not what its empty
+    /// state says (0).
+    #[test]
+    fn a_generator_waiting_to_open_its_fence_reports_the_node_id_it_holds() {
+        let store_clock = ManualClock::new(T);
+        let backend = MemoryBackend::replicated(store_clock.clone(), &[0], 1);
+        let mut lease = lease(&backend);
+        lease.terms.node_ids = Some(5..=5);
+        let mut a = node(&lease, T).unwrap();
+        assert_eq!((a.held_node(), a.open_node()), (Some(5), None));
+        assert_eq!(a.generator().poll_id(), Err(GenerateError::Fenced));
+        assert_eq!(a.generator().node_id(), 5, "waiting to open");
+        run_for(
+            &store_clock,
+            &mut [&mut a],
+            TTL + Duration::from_millis(100),
+        );
+        assert_eq!(a.open_node(), Some(5));
+        let id = a.generator().poll_id().unwrap();
+        assert_eq!(Layout::twitter().decode(id).unwrap().node_id(), 5);
+        assert_eq!(a.generator().node_id(), 5);
+    }
+
     #[test]
     fn successive_holders_of_a_node_id_never_issue_the_same_id() {
         let store_clock = ManualClock::new(T);
