@@ -101,7 +101,7 @@ for crate in "${published[@]}"; do
     || fail "cargo package --list -p $crate failed (run it to see why)"
   case "$crate" in
     flakeid) required=(Cargo.toml README.md LICENSE CHANGELOG.md src/lib.rs src/bin/flakeid/main.rs) ;;
-    flakeid-server) required=(Cargo.toml README.md build.rs proto/flakeid/v1/flakeid.proto src/lib.rs src/main.rs) ;;
+    flakeid-server) required=(Cargo.toml README.md LICENSE build.rs proto/flakeid/v1/flakeid.proto src/lib.rs src/main.rs) ;;
     *) required=(Cargo.toml src/lib.rs) ;;
   esac
   for f in "${required[@]}"; do
