@@ -54,6 +54,8 @@ build() {
   # Stripped, as maturin strips the Python wheel's module: the release
   # profile's line tables are most of the file.
   cp "$library" "$PKG_DIR/npm/$PLATFORM/flakeid-rs.$PLATFORM.node"
+  # npm packs no symbolic link: the license goes in as a copy.
+  cp "$ROOT/LICENSE" "$PKG_DIR/npm/$PLATFORM/LICENSE"
   strip --strip-unneeded "$PKG_DIR/npm/$PLATFORM/flakeid-rs.$PLATFORM.node"
   glibc="$(objdump -T "$library" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
   echo "the addon needs glibc ${glibc#GLIBC_} or later (its newest versioned symbol)"
@@ -65,15 +67,17 @@ build() {
   v="$(version)"
   one_file "$out" "flakeid-rs-$PLATFORM-$v.tgz" "platform tarballs" >/dev/null
   one_file "$out" "flakeid-rs-$v.tgz" "main tarballs" >/dev/null
-  # What each tarball holds: the addon; the loader, types and the sources.
-  # (Listings in variables: `tar | grep -q` fails under pipefail when grep
-  # stops reading early.)
-  local listing
+  # What each tarball holds: the addon and license; the loader, types,
+  # license and the sources. (Listings in variables: `tar | grep -q` fails
+  # under pipefail when grep stops reading early.)
+  local listing file
   listing="$(tar -tzf "$out/flakeid-rs-$PLATFORM-$v.tgz")"
-  grep -qx "package/flakeid-rs.$PLATFORM.node" <<<"$listing" \
-    || { echo "error: flakeid-rs-$PLATFORM-$v.tgz holds no addon" >&2; exit 1; }
+  for file in "flakeid-rs.$PLATFORM.node" LICENSE; do
+    grep -qx "package/$file" <<<"$listing" \
+      || { echo "error: flakeid-rs-$PLATFORM-$v.tgz lacks $file" >&2; exit 1; }
+  done
   listing="$(tar -tzf "$out/flakeid-rs-$v.tgz")"
-  for file in index.js index.d.ts scripts/build.js rust/Cargo.toml rust/Cargo.lock \
+  for file in index.js index.d.ts LICENSE scripts/build.js rust/Cargo.toml rust/Cargo.lock \
     rust/node/Cargo.toml rust/core/Cargo.toml rust/flakeid/Cargo.toml rust/flakeid/src/lib.rs; do
     grep -qx "package/$file" <<<"$listing" \
       || { echo "error: flakeid-rs-$v.tgz lacks $file" >&2; exit 1; }

@@ -149,7 +149,10 @@ print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] =
     echo "error: _native.abi3.so needs glibc ${newest:-(no versioned symbol found)}; manylinux2014 allows $MAX_GLIBC at most" >&2
     exit 1
   fi
-  for file in flakeid_rs/__init__.py flakeid_rs/_errors.py flakeid_rs/_native.pyi flakeid_rs/py.typed; do
+  # The license text too (maturin takes bindings/python/LICENSE, a link to
+  # the repository's, into .dist-info/licenses/).
+  for file in flakeid_rs/__init__.py flakeid_rs/_errors.py flakeid_rs/_native.pyi flakeid_rs/py.typed \
+    "flakeid_rs-$version.dist-info/licenses/LICENSE"; do
     if [ ! -f "$scratch/$file" ]; then
       echo "error: the wheel has no $file" >&2
       exit 1
@@ -169,7 +172,7 @@ check_sdist() {
   top="$(basename "$sdist" .tar.gz)"
   local missing=()
   for file in pyproject.toml Cargo.lock bindings/python/Cargo.toml bindings/python/src/lib.rs \
-    python/flakeid_rs/__init__.py bindings/core/Cargo.toml bindings/core/src/lib.rs \
+    python/flakeid_rs/__init__.py bindings/python/LICENSE bindings/core/Cargo.toml bindings/core/src/lib.rs \
     Cargo.toml src/lib.rs; do
     grep -qx "$top/$file" <<<"$listing" || missing+=("$file")
   done

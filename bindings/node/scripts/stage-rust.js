@@ -1,7 +1,8 @@
 'use strict'
 // Stages rust/: the Rust sources `npx flakeid-rs-build` compiles where no
-// prebuilt addon fits, carried in the package's tarball. npm runs it before
-// packing (prepack) and again with --clean after (postpack). It needs the
+// prebuilt addon fits, carried in the package's tarball, and LICENSE, the
+// repository's (npm packs no symbolic link). npm runs it before packing
+// (prepack) and again with --clean after (postpack). It needs the
 // repository around this folder and cargo.
 //
 //   rust/Cargo.toml   a workspace of the two crates below, with the
@@ -21,8 +22,11 @@ const root = path.join(__dirname, '..')
 const repo = path.join(root, '..', '..')
 const out = path.join(root, 'rust')
 
+const license = path.join(root, 'LICENSE')
 fs.rmSync(out, { recursive: true, force: true })
+fs.rmSync(license, { force: true })
 if (process.argv[2] === '--clean') process.exit(0)
+fs.copyFileSync(path.join(repo, 'LICENSE'), license)
 
 function fail(message) {
   console.error(`stage-rust: ${message}`)
