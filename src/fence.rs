@@ -325,8 +325,8 @@ impl Fence {
     }
 
     /// Opens the fence for a fresh claim, valid until `valid_until_ns`, and
-    /// notes the claim if the keeper has not yet. Called by one thread at a
-    /// time (the keeper).
+    /// notes the claim (a claim that waits first is noted when it is made).
+    /// Called by one thread at a time (the keeper).
     pub(crate) fn open(&self, grant: Grant, valid_until_ns: u64) {
         self.note_claim(grant.node_bits);
         let generation = self.begin_replace();

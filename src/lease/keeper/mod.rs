@@ -522,7 +522,6 @@ impl<S: Store> Run<S> {
                 });
             }
         };
-        self.fence.note_claim(node_bits);
         let floor = rules.floor(s.tick_of(claim.mark_ms));
         let rewind = fresh_before_ms.is_some();
         let mut held = Held {
@@ -552,7 +551,9 @@ impl<S: Store> Run<S> {
             // Measured from the answer, which came after the store's clock
             // said how long to wait. A rotation's old grant closes now (its
             // node id goes back); otherwise the fence is closed already.
+            // The node id is held from now on (`open` notes it otherwise).
             self.fence.close();
+            self.fence.note_claim(node_bits);
             held.waiting = Some(Waiting {
                 opens_at: self.fence.now_ns().saturating_add(nanos(wait)),
                 floor,
