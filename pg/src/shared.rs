@@ -9,11 +9,13 @@
 //!   by compare-and-swap and issue each ID once.
 //! - `CEILING`: the last Unix millisecond the worker has durably reserved
 //!   (0 until its first reservation commits). No ID is issued past it.
-//! - `ANCHOR`: the Unix millisecond minus the monotonic millisecond, so
-//!   that every process reads the same clock: the system's
-//!   `CLOCK_MONOTONIC` plus this anchor. The worker sets it once, never
+//! - `ANCHOR`: in nanoseconds, what the server's clock adds to the
+//!   system's `CLOCK_MONOTONIC` (run 0.1% slow), so that every process
+//!   reads the same clock. The worker sets it first, never
 //!   below its reservation from before the restart, so the clock starts
 //!   after every ID issued before, even if the wall clock was set back.
+//!   After that it only moves forward: when the wall clock is ahead of the
+//!   server's clock, a reading raises it to match (`server_ms`).
 //! - `WANTED`: the latest millisecond a backend asked the worker to reserve.
 //! - `WORKER_LATCH`: the worker's latch, which backends set to ask.
 
@@ -55,24 +57,102 @@ pub(crate) fn init() {
     PRELOADED.store(1, Ordering::Relaxed);
 }
 
-/// The system's monotonic clock in milliseconds: one clock for every
-/// process on the machine.
-pub(crate) fn monotonic_ms() -> u64 {
+/// `clock`'s reading in nanoseconds.
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC exists on
-    // every platform PostgreSQL runs this extension on.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC and
+    // CLOCK_REALTIME exist on every platform PostgreSQL runs this
+    // extension on.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    (ts.tv_sec.max(0) as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec.max(0) as u64)
 }
 
+/// The system's monotonic clock in nanoseconds: one clock for every
+/// process on the machine.
+pub(crate) fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// [`monotonic_ns`] in milliseconds.
+pub(crate) fn monotonic_ms() -> u64 {
+    monotonic_ns() / 1_000_000
+}
+
+/// The monotonic time `ns` run 1/1024 (about 0.1%) slow: the server's
+/// clock counts this plus the anchor. Running slow, it falls behind the
+/// wall clock between comparisons (by about 1 µs per millisecond) and is
+/// pulled forward at each; ahead of the wall clock (after a step back, or
+/// a restart that started it after a reservation ahead of the wall clock)
+/// it closes the gap by about 3.5 s per hour.
+fn paced(ns: u64) -> u64 {
+    ns - ns / 1024
+}
+
+/// The anchor that puts the server's clock at the wall clock now (Unix
+/// time less [`paced`] monotonic time, in nanoseconds), at most the true
+/// one: the wall clock is read first, so the time that passes before the
+/// monotonic read counts against it. `None` if the wall clock reads
+/// before the machine's boot.
+pub(crate) fn wall_anchor_ns() -> Option<u64> {
+    let wall = clock_ns(libc::CLOCK_REALTIME);
+    wall.checked_sub(paced(monotonic_ns()))
+        .filter(|&anchor| anchor > 0)
+}
+
+/// The server's clock in Unix ns with `anchor`, at monotonic time `ns`.
+pub(crate) fn server_ns_at(anchor: u64, ns: u64) -> u64 {
+    paced(ns).saturating_add(anchor)
+}
+
+/// The monotonic millisecond in which this process last compared the
+/// server's clock with the wall clock (a backend, like the worker, is one
+/// thread).
+static CHECKED_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
 /// The server's clock in Unix ms (0 before the worker anchored it).
+///
+/// In each monotonic millisecond in which it reads the clock, a process
+/// first compares it with the wall clock, and raises the anchor if the
+/// wall clock is ahead (it was stepped forward, the server's clock ran
+/// slow, or this comparison is more precise than the anchor's). So the
+/// server's clock:
+///
+/// - is never ahead of the wall clock, unless it started after a
+///   reservation that was, or the wall clock was stepped back;
+/// - follows the wall clock forward, and otherwise lags it by no more
+///   than the time between the two reads of the most precise comparison
+///   plus one millisecond run slow (microseconds);
+/// - ignores a wall clock stepped back: it counts on from where it was,
+///   ahead of the wall clock by the step, and closes the gap by running
+///   slow ([`paced`]).
 pub(crate) fn server_ms() -> u64 {
-    match ANCHOR.get().load(Ordering::Acquire) {
-        0 => 0,
-        anchor => monotonic_ms() + anchor,
+    let anchor = ANCHOR.get().load(Ordering::Acquire);
+    if anchor == 0 {
+        return 0;
+    }
+    let monotonic = monotonic_ns();
+    let ms = monotonic / 1_000_000;
+    let anchor = if CHECKED_MS.swap(ms, Ordering::Relaxed) == ms {
+        anchor
+    } else {
+        follow_wall(anchor)
+    };
+    server_ns_at(anchor, monotonic) / 1_000_000
+}
+
+/// The anchor, raised to match the wall clock if that is ahead. Taken
+/// after `monotonic` was read, the new anchor never puts a reading from
+/// `monotonic` ahead of the wall clock.
+#[cold]
+fn follow_wall(anchor: u64) -> u64 {
+    match wall_anchor_ns() {
+        Some(wall) if wall > anchor => ANCHOR.get().fetch_max(wall, Ordering::AcqRel).max(wall),
+        _ => anchor,
     }
 }
 

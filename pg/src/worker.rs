@@ -34,7 +34,9 @@ use pgrx::prelude::*;
 
 use crate::lease::Holder;
 use crate::settings;
-use crate::shared::{ANCHOR, CEILING, WANTED, WORKER_LATCH, monotonic_ms, server_ms};
+use crate::shared::{
+    ANCHOR, CEILING, WANTED, WORKER_LATCH, monotonic_ns, server_ms, server_ns_at, wall_anchor_ns,
+};
 
 pub(crate) fn register() {
     BackgroundWorkerBuilder::new("flakeid reservation worker")
@@ -82,18 +84,24 @@ pub extern "C-unwind" fn flakeid_worker_main(_arg: pg_sys::Datum) {
     let floor = floor.max(0) as u64;
     if ANCHOR.get().load(Ordering::Acquire) == 0 {
         // The clock starts after the floor even if the wall clock reads
-        // earlier; IDs then run ahead of the wall clock by that much.
-        let start = unix_ms().max(floor + 1);
-        // The monotonic clock counts from the machine's boot, the wall
-        // clock from 1970: the anchor is positive unless the wall clock is
-        // set decades back, which no ID may follow.
-        let Some(anchor) = start.checked_sub(monotonic_ms()).filter(|&a| a > 0) else {
+        // earlier; IDs then run ahead of the wall clock by that much. The
+        // monotonic clock counts from the machine's boot, the wall clock
+        // from 1970: the anchor is positive unless the wall clock is set
+        // decades back, which no ID may follow.
+        let Some(wall) = wall_anchor_ns() else {
             warning!(
-                "flakeid: the wall clock (Unix ms {start}) reads before the machine's boot; \
-                 no ID is issued until it is right"
+                "flakeid: the wall clock (Unix ms {}) reads before the machine's boot; no ID \
+                 is issued until it is right",
+                unix_ms()
             );
             return;
         };
+        let now = monotonic_ns();
+        let after_floor = (floor + 1)
+            .saturating_mul(1_000_000)
+            .saturating_sub(server_ns_at(0, now));
+        let anchor = wall.max(after_floor);
+        let start = server_ns_at(anchor, now) / 1_000_000;
         ANCHOR.get().store(anchor, Ordering::Release);
         if start > unix_ms() + 1 {
             log!(

@@ -6,15 +6,7 @@
 //! `flakeid_min_id_at(t)` selects exactly the rows issued after `t`; bad
 //! input is an error with a SQLSTATE, and the session survives it.
 
-use crate::support::{self, Db, NODE_ID, increasing};
-
-/// The database's clock in Unix ms, rounded down (`floor`) or up (`ceil`).
-fn clock_ms(db: &Db, round: &str) -> i64 {
-    db.i64(
-        &format!("SELECT {round}(extract(epoch FROM clock_timestamp()) * 1000)::bigint"),
-        &[],
-    )
-}
+use crate::support::{self, Db, NODE_ID, clock_ms, increasing};
 
 #[test]
 fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
@@ -68,6 +60,7 @@ fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
     let sequence: i64 = row.get(4);
     assert!((0..4096).contains(&sequence), "sequence {sequence}");
     assert!(row.get::<_, i64>(5) >= 0, "clock_id");
+    issue_times_follow_the_clock(&db);
 
     // flakeid_timestamp agrees with decode, for every ID issued here.
     let mut all = ids.clone();
@@ -133,6 +126,41 @@ fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
 /// Rows 1-3 inserted, then `t` read from the database's clock once it is a
 /// millisecond past their last one, then rows 4-6: `id >=
 /// flakeid_min_id_at(t)` selects rows 4-6 exactly.
+/// 100,000 IDs, each issued between two reads of the database's clock
+/// (the wall clock, as the server's own is anchored to it) just before
+/// and after its call, in one PL/pgSQL loop: the server's clock neither
+/// lags nor leads the wall clock by a millisecond (as it did when its
+/// anchor was counted in whole milliseconds).
+fn issue_times_follow_the_clock(db: &Db) {
+    db.query(
+        "CREATE FUNCTION pg_temp.misplaced(n int) RETURNS text LANGUAGE plpgsql AS $$ \
+         DECLARE before bigint; after bigint; id bigint; issued bigint; \
+                 bad int := 0; first text := ''; \
+         BEGIN \
+           FOR i IN 1..n LOOP \
+             before := floor(extract(epoch FROM clock_timestamp()) * 1000); \
+             id := flakeid_next_id(); \
+             after := ceil(extract(epoch FROM clock_timestamp()) * 1000); \
+             issued := floor(extract(epoch FROM flakeid_timestamp(id)) * 1000); \
+             IF issued < before OR issued > after THEN \
+               bad := bad + 1; \
+               IF first = '' THEN \
+                 first := format('ID %s issued at Unix ms %s, the clock read %s and %s', \
+                                 id, issued, before, after); \
+               END IF; \
+             END IF; \
+           END LOOP; \
+           RETURN CASE WHEN bad = 0 THEN '' ELSE format('%s of %s, the first: %s', bad, n, first) END; \
+         END $$",
+        &[],
+    );
+    let misplaced: String = db.query("SELECT pg_temp.misplaced(100000)", &[])[0].get(0);
+    assert!(
+        misplaced.is_empty(),
+        "IDs issued outside the clock's reads around their call: {misplaced}"
+    );
+}
+
 fn min_id_at_selects_the_rows_issued_after(db: &Db) {
     db.query(
         "CREATE TABLE m (id bigint PRIMARY KEY DEFAULT flakeid_next_id(), n int NOT NULL)",
@@ -162,7 +190,7 @@ fn min_id_at_selects_the_rows_issued_after(db: &Db) {
         );
     }
     // The generator's clock (the server's monotonic clock, anchored to the
-    // wall clock at start, to the millisecond) reaches t too before row 4.
+    // wall clock) reaches t too before row 4.
     let mut polls = 0;
     while !db.query(
         "SELECT flakeid_timestamp(flakeid_next_id()) >= (SELECT t FROM at)",

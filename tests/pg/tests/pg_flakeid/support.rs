@@ -23,7 +23,10 @@ pub const CLOCK_BACK_MS: i64 = 30_000;
 /// A preload library that sets the wall clock (`CLOCK_REALTIME`, and
 /// `gettimeofday` and `time` with it) of every process of a server back by
 /// `FLAKEID_CLOCK_BACK_MS`, leaving `CLOCK_MONOTONIC` alone, as a clock
-/// stepped back does.
+/// stepped back does. With `FLAKEID_CLOCK_BACK_FILE` instead, the offset
+/// (ms, a native-endian `i64`) is read from that file, mapped shared, at
+/// every call: the test steps the server's wall clock while it runs
+/// ([`ClockBack::set_back_ms`]).
 ///
 /// Not libfaketime: it turns faking off around the `select` it wraps, and
 /// PostgreSQL 15's postmaster, which runs its signal handlers only inside
@@ -33,23 +36,43 @@ pub const CLOCK_BACK_MS: i64 = 30_000;
 const CLOCK_BACK_C: &str = r#"
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
 static long long back_ns;
+static const long long *back_ms_file;
 
 __attribute__((constructor)) static void init(void) {
     real_clock_gettime = dlsym(RTLD_NEXT, "clock_gettime");
     const char *ms = getenv("FLAKEID_CLOCK_BACK_MS");
     back_ns = ms ? atoll(ms) * 1000000LL : 0;
+    const char *file = getenv("FLAKEID_CLOCK_BACK_FILE");
+    if (file) {
+        int fd = open(file, O_RDONLY);
+        if (fd < 0) {
+            abort();
+        }
+        void *map = mmap(NULL, sizeof(long long), PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        if (map == MAP_FAILED) {
+            abort();
+        }
+        back_ms_file = map;
+    }
 }
 
 static int realtime(struct timespec *ts) {
     int rc = real_clock_gettime(CLOCK_REALTIME, ts);
     if (rc == 0) {
-        long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec - back_ns;
+        long long back = back_ms_file
+            ? __atomic_load_n(back_ms_file, __ATOMIC_RELAXED) * 1000000LL
+            : back_ns;
+        long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec - back;
         ts->tv_sec = ns / 1000000000LL;
         ts->tv_nsec = ns % 1000000000LL;
     }
@@ -130,6 +153,44 @@ impl ClockBack {
             ),
             ("FLAKEID_CLOCK_BACK_MS", CLOCK_BACK_MS.to_string()),
         ]
+    }
+
+    /// The environment that sets a postmaster's wall clock back by what
+    /// [`ClockBack::set_back_ms`] last wrote (0 until it is called).
+    pub fn env_adjustable(&self) -> [(&'static str, String); 2] {
+        let file = self.back_file();
+        if !file.exists() {
+            self.set_back_ms(0);
+        }
+        [
+            (
+                "LD_PRELOAD",
+                self.dir.path().join("clock_back.so").display().to_string(),
+            ),
+            ("FLAKEID_CLOCK_BACK_FILE", file.display().to_string()),
+        ]
+    }
+
+    /// Sets the wall clock of every server started with
+    /// [`ClockBack::env_adjustable`] back by `ms` (forward, if negative),
+    /// from its processes' next reading on: the file they map is written
+    /// in place.
+    pub fn set_back_ms(&self, ms: i64) {
+        use std::os::unix::fs::{FileExt, PermissionsExt};
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.back_file())
+            .expect("open the clock-back file");
+        file.write_all_at(&ms.to_ne_bytes(), 0)
+            .expect("write the clock-back file");
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))
+            .expect("chmod the clock-back file");
+    }
+
+    fn back_file(&self) -> PathBuf {
+        self.dir.path().join("back_ms")
     }
 }
 
@@ -308,6 +369,14 @@ pub struct SqlError {
 pub struct Db {
     runtime: Runtime,
     client: tokio_postgres::Client,
+}
+
+/// The database's clock in Unix ms, rounded down (`floor`) or up (`ceil`).
+pub fn clock_ms(db: &Db, round: &str) -> i64 {
+    db.i64(
+        &format!("SELECT {round}(extract(epoch FROM clock_timestamp()) * 1000)::bigint"),
+        &[],
+    )
 }
 
 impl Db {
