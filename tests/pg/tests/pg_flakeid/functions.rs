@@ -6,7 +6,7 @@
 //! `flakeid_min_id_at(t)` selects exactly the rows issued after `t`; bad
 //! input is an error with a SQLSTATE, and the session survives it.
 
-use crate::support::{self, Db, NODE_ID, clock_ms, increasing};
+use crate::support::{self, Db, LAG_US, NODE_ID, clock_after_ms, clock_before_ms, increasing};
 
 #[test]
 fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
@@ -34,9 +34,9 @@ fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
 
     // Decode: the node id, twitter's node fields, issued between two reads
     // of the database's clock.
-    let before = clock_ms(&db, "floor");
+    let before = clock_before_ms(&db);
     let id = db.i64("SELECT flakeid_next_id()", &[]);
-    let after = clock_ms(&db, "ceil");
+    let after = clock_after_ms(&db);
     let rows = db.query(
         "SELECT floor(extract(epoch FROM issued_at) * 1000)::bigint, node_id, \
                 node_fields::text, node_fields = '{\"datacenter\": 1, \"worker\": 5}'::jsonb, \
@@ -123,35 +123,37 @@ fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
     support::assert_no_crash(&server);
 }
 
-/// Rows 1-3 inserted, then `t` read from the database's clock once it is a
-/// millisecond past their last one, then rows 4-6: `id >=
-/// flakeid_min_id_at(t)` selects rows 4-6 exactly.
 /// 100,000 IDs, each issued between two reads of the database's clock
 /// (the wall clock, as the server's own is anchored to it) just before
 /// and after its call, in one PL/pgSQL loop: the server's clock neither
-/// lags nor leads the wall clock by a millisecond (as it did when its
-/// anchor was counted in whole milliseconds).
+/// leads the wall clock nor lags it by more than [`LAG_US`] (it was a
+/// millisecond either way when its anchor was counted in whole
+/// milliseconds).
 fn issue_times_follow_the_clock(db: &Db) {
     db.query(
-        "CREATE FUNCTION pg_temp.misplaced(n int) RETURNS text LANGUAGE plpgsql AS $$ \
-         DECLARE before bigint; after bigint; id bigint; issued bigint; \
-                 bad int := 0; first text := ''; \
-         BEGIN \
-           FOR i IN 1..n LOOP \
-             before := floor(extract(epoch FROM clock_timestamp()) * 1000); \
-             id := flakeid_next_id(); \
-             after := ceil(extract(epoch FROM clock_timestamp()) * 1000); \
-             issued := floor(extract(epoch FROM flakeid_timestamp(id)) * 1000); \
-             IF issued < before OR issued > after THEN \
-               bad := bad + 1; \
-               IF first = '' THEN \
-                 first := format('ID %s issued at Unix ms %s, the clock read %s and %s', \
-                                 id, issued, before, after); \
-               END IF; \
-             END IF; \
-           END LOOP; \
-           RETURN CASE WHEN bad = 0 THEN '' ELSE format('%s of %s, the first: %s', bad, n, first) END; \
-         END $$",
+        &format!(
+            "CREATE FUNCTION pg_temp.misplaced(n int) RETURNS text LANGUAGE plpgsql AS $$ \
+             DECLARE before bigint; after bigint; id bigint; issued bigint; \
+                     bad int := 0; first text := ''; \
+             BEGIN \
+               FOR i IN 1..n LOOP \
+                 before := floor((extract(epoch FROM clock_timestamp()) * 1000000 - {LAG_US}) \
+                                 / 1000); \
+                 id := flakeid_next_id(); \
+                 after := ceil(extract(epoch FROM clock_timestamp()) * 1000); \
+                 issued := floor(extract(epoch FROM flakeid_timestamp(id)) * 1000); \
+                 IF issued < before OR issued > after THEN \
+                   bad := bad + 1; \
+                   IF first = '' THEN \
+                     first := format('ID %s issued at Unix ms %s, the clock read %s (less \
+                                      {LAG_US} µs) and %s', id, issued, before, after); \
+                   END IF; \
+                 END IF; \
+               END LOOP; \
+               RETURN CASE WHEN bad = 0 THEN '' \
+                           ELSE format('%s of %s, the first: %s', bad, n, first) END; \
+             END $$"
+        ),
         &[],
     );
     let misplaced: String = db.query("SELECT pg_temp.misplaced(100000)", &[])[0].get(0);
@@ -161,6 +163,9 @@ fn issue_times_follow_the_clock(db: &Db) {
     );
 }
 
+/// Rows 1-3 inserted, then `t` read from the database's clock once it is a
+/// millisecond past their last one, then rows 4-6: `id >=
+/// flakeid_min_id_at(t)` selects rows 4-6 exactly.
 fn min_id_at_selects_the_rows_issued_after(db: &Db) {
     db.query(
         "CREATE TABLE m (id bigint PRIMARY KEY DEFAULT flakeid_next_id(), n int NOT NULL)",

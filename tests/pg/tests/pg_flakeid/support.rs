@@ -371,10 +371,29 @@ pub struct Db {
     client: tokio_postgres::Client,
 }
 
-/// The database's clock in Unix ms, rounded down (`floor`) or up (`ceil`).
-pub fn clock_ms(db: &Db, round: &str) -> i64 {
+/// How far the server's clock may lag the wall clock, in µs. It lags by
+/// the time between the wall clock's and the monotonic clock's reads in
+/// its best comparison (nanoseconds) plus its 0.1% slow pace since the
+/// last (about 1 µs per ms): an ID issued just after a millisecond of the
+/// wall clock began can carry the millisecond before.
+pub const LAG_US: i64 = 100;
+
+/// The database's clock (the wall clock) in Unix ms, less [`LAG_US`],
+/// rounded down: no ID issued after this read has an earlier timestamp.
+pub fn clock_before_ms(db: &Db) -> i64 {
     db.i64(
-        &format!("SELECT {round}(extract(epoch FROM clock_timestamp()) * 1000)::bigint"),
+        &format!(
+            "SELECT floor((extract(epoch FROM clock_timestamp()) * 1000000 - {LAG_US}) / 1000)::bigint"
+        ),
+        &[],
+    )
+}
+
+/// The database's clock (the wall clock) in Unix ms, rounded up: no ID
+/// issued before this read has a later timestamp.
+pub fn clock_after_ms(db: &Db) -> i64 {
+    db.i64(
+        "SELECT ceil(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
         &[],
     )
 }

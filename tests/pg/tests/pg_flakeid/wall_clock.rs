@@ -16,10 +16,10 @@
 
 use flakeid_test_servers::Postgres;
 
-use crate::support::{self, CLOCK_BACK_MS, ClockBack, Db, clock_ms};
+use crate::support::{self, CLOCK_BACK_MS, ClockBack, Db, LAG_US, clock_after_ms, clock_before_ms};
 
 /// One ID, with its issue time (Unix ms) and two reads of the database's
-/// clock around the call (rounded down before, up after).
+/// clock around the call ([`clock_before_ms`], [`clock_after_ms`]).
 struct Issued {
     id: i64,
     issued_ms: i64,
@@ -28,9 +28,9 @@ struct Issued {
 }
 
 fn issue(db: &Db) -> Issued {
-    let before_ms = clock_ms(db, "floor");
+    let before_ms = clock_before_ms(db);
     let id = db.i64("SELECT flakeid_next_id()", &[]);
-    let after_ms = clock_ms(db, "ceil");
+    let after_ms = clock_after_ms(db);
     let issued_ms = db.i64(
         "SELECT floor(extract(epoch FROM flakeid_timestamp($1)) * 1000)::bigint",
         &[&id],
@@ -47,7 +47,8 @@ fn issue(db: &Db) -> Issued {
 fn at_the_wall_clock(now: &Issued, when: &str) {
     assert!(
         (now.before_ms..=now.after_ms).contains(&now.issued_ms),
-        "{when}: ID {} was issued at Unix ms {}, not between the wall clock's {} and {}",
+        "{when}: ID {} was issued at Unix ms {}, not between the wall clock's {} (less \
+         {LAG_US} µs) and {}",
         now.id,
         now.issued_ms,
         now.before_ms,
@@ -162,13 +163,13 @@ fn a_running_servers_ids_follow_its_wall_clock_forward_never_back() {
     );
 }
 
-/// Panics unless the server's clock is at the wall clock to within 100 µs
-/// behind it, and not ahead by a microsecond ([`gap_us`]).
+/// Panics unless the server's clock is at the wall clock to within
+/// [`LAG_US`] behind it, and not ahead by a microsecond ([`gap_us`]).
 fn at_the_wall_clock_to_the_us(db: &Db, when: &str) {
     let (low, high) = gap_us(db);
     assert!(
-        low <= 0 && high >= -100,
+        low <= 0 && high >= -LAG_US,
         "{when}: the server's clock is {low}..{high} µs ahead of the wall clock, not \
-         within 100 µs behind it"
+         within {LAG_US} µs behind it"
     );
 }
