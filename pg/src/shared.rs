@@ -137,9 +137,12 @@ pub(crate) fn server_ms() -> u64 {
     }
     let monotonic = monotonic_ns();
     let ms = monotonic / 1_000_000;
-    let anchor = if CHECKED_MS.swap(ms, Ordering::Relaxed) == ms {
+    // A load and a store, not a swap: the variable is this process's own,
+    // and a locked swap on every reading costs the fast path.
+    let anchor = if CHECKED_MS.load(Ordering::Relaxed) == ms {
         anchor
     } else {
+        CHECKED_MS.store(ms, Ordering::Relaxed);
         follow_wall(anchor)
     };
     server_ns_at(anchor, monotonic) / 1_000_000
