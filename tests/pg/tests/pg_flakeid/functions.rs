@@ -6,7 +6,7 @@
 //! `flakeid_min_id_at(t)` selects exactly the rows issued after `t`; bad
 //! input is an error with a SQLSTATE, and the session survives it.
 
-use crate::support::{self, Db, LAG_US, NODE_ID, clock_after_ms, clock_before_ms, increasing};
+use crate::support::{self, Db, NODE_ID, clock_after_ms, clock_before_ms, increasing};
 
 #[test]
 fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
@@ -60,7 +60,10 @@ fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
     let sequence: i64 = row.get(4);
     assert!((0..4096).contains(&sequence), "sequence {sequence}");
     assert!(row.get::<_, i64>(5) >= 0, "clock_id");
-    issue_times_follow_the_clock(&db);
+    // 100,000 more: the server's clock neither leads the wall clock nor
+    // lags it by more than LAG_US (it was a millisecond either way when its
+    // anchor was counted in whole milliseconds).
+    support::at_the_wall_clock_to_the_us(&db, 100_000, "100,000 IDs");
 
     // flakeid_timestamp agrees with decode, for every ID issued here.
     let mut all = ids.clone();
@@ -121,46 +124,6 @@ fn sql_functions_issue_decode_encode_and_refuse_bad_input() {
     let next = db.i64("SELECT flakeid_next_id()", &[]);
     assert!(next > id, "next_id after the errors: {next} <= {id}");
     support::assert_no_crash(&server);
-}
-
-/// 100,000 IDs, each issued between two reads of the database's clock
-/// (the wall clock, as the server's own is anchored to it) just before
-/// and after its call, in one PL/pgSQL loop: the server's clock neither
-/// leads the wall clock nor lags it by more than [`LAG_US`] (it was a
-/// millisecond either way when its anchor was counted in whole
-/// milliseconds).
-fn issue_times_follow_the_clock(db: &Db) {
-    db.query(
-        &format!(
-            "CREATE FUNCTION pg_temp.misplaced(n int) RETURNS text LANGUAGE plpgsql AS $$ \
-             DECLARE before bigint; after bigint; id bigint; issued bigint; \
-                     bad int := 0; first text := ''; \
-             BEGIN \
-               FOR i IN 1..n LOOP \
-                 before := floor((extract(epoch FROM clock_timestamp()) * 1000000 - {LAG_US}) \
-                                 / 1000); \
-                 id := flakeid_next_id(); \
-                 after := ceil(extract(epoch FROM clock_timestamp()) * 1000); \
-                 issued := floor(extract(epoch FROM flakeid_timestamp(id)) * 1000); \
-                 IF issued < before OR issued > after THEN \
-                   bad := bad + 1; \
-                   IF first = '' THEN \
-                     first := format('ID %s issued at Unix ms %s, the clock read %s (less \
-                                      {LAG_US} µs) and %s', id, issued, before, after); \
-                   END IF; \
-                 END IF; \
-               END LOOP; \
-               RETURN CASE WHEN bad = 0 THEN '' \
-                           ELSE format('%s of %s, the first: %s', bad, n, first) END; \
-             END $$"
-        ),
-        &[],
-    );
-    let misplaced: String = db.query("SELECT pg_temp.misplaced(100000)", &[])[0].get(0);
-    assert!(
-        misplaced.is_empty(),
-        "IDs issued outside the clock's reads around their call: {misplaced}"
-    );
 }
 
 /// Rows 1-3 inserted, then `t` read from the database's clock once it is a

@@ -147,10 +147,7 @@ impl ClockBack {
     /// [`CLOCK_BACK_MS`].
     pub fn env(&self) -> [(&'static str, String); 2] {
         [
-            (
-                "LD_PRELOAD",
-                self.dir.path().join("clock_back.so").display().to_string(),
-            ),
+            self.preload(),
             ("FLAKEID_CLOCK_BACK_MS", CLOCK_BACK_MS.to_string()),
         ]
     }
@@ -163,10 +160,7 @@ impl ClockBack {
             self.set_back_ms(0);
         }
         [
-            (
-                "LD_PRELOAD",
-                self.dir.path().join("clock_back.so").display().to_string(),
-            ),
+            self.preload(),
             ("FLAKEID_CLOCK_BACK_FILE", file.display().to_string()),
         ]
     }
@@ -187,6 +181,11 @@ impl ClockBack {
             .expect("write the clock-back file");
         file.set_permissions(std::fs::Permissions::from_mode(0o644))
             .expect("chmod the clock-back file");
+    }
+
+    fn preload(&self) -> (&'static str, String) {
+        let library = self.dir.path().join("clock_back.so");
+        ("LD_PRELOAD", library.display().to_string())
     }
 
     fn back_file(&self) -> PathBuf {
@@ -396,6 +395,49 @@ pub fn clock_after_ms(db: &Db) -> i64 {
         "SELECT ceil(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
         &[],
     )
+}
+
+/// Bounds on the server's clock less the wall clock, in µs, from `calls`
+/// calls in one PL/pgSQL loop: `(low, high)`. Each call's ID gives the
+/// server's clock to the millisecond, and the database's clock read just
+/// before and after it gives the wall clock's; the gap lies in every
+/// call's interval, so in their intersection. (The gap moves by about
+/// 1 µs per ms while the loop runs, so `low` can exceed `high` by a few.)
+pub fn gap_us(db: &Db, calls: i32) -> (i64, i64) {
+    db.query(
+        "CREATE OR REPLACE FUNCTION pg_temp.gap(n int) RETURNS bigint[] LANGUAGE plpgsql AS $$ \
+         DECLARE before bigint; after bigint; issued bigint; \
+                 low bigint := -9223372036854775807; high bigint := 9223372036854775807; \
+         BEGIN \
+           FOR i IN 1..n LOOP \
+             before := floor(extract(epoch FROM clock_timestamp()) * 1000000); \
+             issued := floor(extract(epoch FROM flakeid_timestamp(flakeid_next_id())) * 1000) \
+                       * 1000; \
+             after := ceil(extract(epoch FROM clock_timestamp()) * 1000000); \
+             /* the server's clock at the call: in [issued, issued + 1000) µs; \
+                the wall clock's: in [before, after] */ \
+             low := greatest(low, issued - after); \
+             high := least(high, issued + 1000 - before); \
+           END LOOP; \
+           RETURN ARRAY[low, high]; \
+         END $$",
+        &[],
+    );
+    let bounds: Vec<i64> = db.query("SELECT pg_temp.gap($1)", &[&calls])[0].get(0);
+    (bounds[0], bounds[1])
+}
+
+/// Panics unless, over `calls` calls ([`gap_us`]), the server's clock is
+/// never ahead of the wall clock and never more than [`LAG_US`] behind it:
+/// every ID's millisecond holds a time between the wall clock's reads
+/// around its call, less [`LAG_US`].
+pub fn at_the_wall_clock_to_the_us(db: &Db, calls: i32, when: &str) {
+    let (low, high) = gap_us(db, calls);
+    assert!(
+        low <= 0 && high >= -LAG_US,
+        "{when}: over {calls} calls, the server's clock is {low}..{high} µs ahead of the \
+         wall clock, not within {LAG_US} µs behind it"
+    );
 }
 
 impl Db {

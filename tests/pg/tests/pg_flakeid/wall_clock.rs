@@ -10,13 +10,14 @@
 //! clock) around the call, and every ID above the one before.
 //!
 //! The gap between the server's clock and the wall clock is measured to
-//! microseconds: over 2,000 calls, each call's ID gives the server's clock
-//! to the millisecond and the two reads around it give the wall clock's;
-//! the gap lies in every call's interval, so in their intersection.
+//! microseconds over 2,000 calls ([`support::gap_us`]).
 
 use flakeid_test_servers::Postgres;
 
-use crate::support::{self, CLOCK_BACK_MS, ClockBack, Db, LAG_US, clock_after_ms, clock_before_ms};
+use crate::support::{
+    self, CLOCK_BACK_MS, ClockBack, Db, LAG_US, at_the_wall_clock_to_the_us, clock_after_ms,
+    clock_before_ms, gap_us,
+};
 
 /// One ID, with its issue time (Unix ms) and two reads of the database's
 /// clock around the call ([`clock_before_ms`], [`clock_after_ms`]).
@@ -56,32 +57,6 @@ fn at_the_wall_clock(now: &Issued, when: &str) {
     );
 }
 
-/// Bounds on the server's clock less the wall clock, in µs, measured over
-/// 2,000 calls: `(low, high)`.
-fn gap_us(db: &Db) -> (i64, i64) {
-    db.query(
-        "CREATE OR REPLACE FUNCTION pg_temp.gap(n int) RETURNS bigint[] LANGUAGE plpgsql AS $$ \
-         DECLARE before bigint; after bigint; issued bigint; \
-                 low bigint := -9223372036854775807; high bigint := 9223372036854775807; \
-         BEGIN \
-           FOR i IN 1..n LOOP \
-             before := floor(extract(epoch FROM clock_timestamp()) * 1000000); \
-             issued := floor(extract(epoch FROM flakeid_timestamp(flakeid_next_id())) * 1000) \
-                       * 1000; \
-             after := ceil(extract(epoch FROM clock_timestamp()) * 1000000); \
-             /* the server's clock at the call: in [issued, issued + 1000) µs; \
-                the wall clock's: in [before, after] */ \
-             low := greatest(low, issued - after); \
-             high := least(high, issued + 1000 - before); \
-           END LOOP; \
-           RETURN ARRAY[low, high]; \
-         END $$",
-        &[],
-    );
-    let bounds: Vec<i64> = db.query("SELECT pg_temp.gap(2000)", &[])[0].get(0);
-    (bounds[0], bounds[1])
-}
-
 /// Steps the server's wall clock to `back_ms` behind the real time, then
 /// lets the server's monotonic clock reach a later millisecond (a process
 /// compares its clock with the wall clock once per millisecond).
@@ -106,13 +81,13 @@ fn a_running_servers_ids_follow_its_wall_clock_forward_never_back() {
     // clock.
     let behind = issue(&db);
     at_the_wall_clock(&behind, "wall clock 30 s behind");
-    at_the_wall_clock_to_the_us(&db, "wall clock 30 s behind");
+    at_the_wall_clock_to_the_us(&db, 2_000, "wall clock 30 s behind");
 
     // Stepped forward to the real time: the server's clock follows.
     step(&db, &clock, 0);
     let forward = issue(&db);
     at_the_wall_clock(&forward, "after the wall clock stepped 30 s forward");
-    at_the_wall_clock_to_the_us(&db, "after the wall clock stepped 30 s forward");
+    at_the_wall_clock_to_the_us(&db, 2_000, "after the wall clock stepped 30 s forward");
     assert!(
         forward.issued_ms >= behind.issued_ms + CLOCK_BACK_MS * 2 / 3,
         "after the wall clock stepped 30 s forward, IDs were issued at Unix ms {}, \
@@ -147,9 +122,9 @@ fn a_running_servers_ids_follow_its_wall_clock_forward_never_back() {
 
     // 30 s ahead, the server's clock closes the gap at 1/1024 of the time
     // that passes: at least 2.9 ms over the 3 s slept.
-    let (low, high) = gap_us(&db);
+    let (low, high) = gap_us(&db, 2_000);
     db.query("SELECT pg_sleep(3)", &[]);
-    let (later_low, later_high) = gap_us(&db);
+    let (later_low, later_high) = gap_us(&db, 2_000);
     assert!(
         low - later_high >= 2_500,
         "the server's clock, ahead of the wall clock by {low}..{high} µs, was still \
@@ -160,16 +135,5 @@ fn a_running_servers_ids_follow_its_wall_clock_forward_never_back() {
         later_low > (CLOCK_BACK_MS - 1_000) * 1_000,
         "the server's clock, {later_low}..{later_high} µs ahead of the wall clock, closed \
          more of the 30 s gap than running 0.1% slow can"
-    );
-}
-
-/// Panics unless the server's clock is at the wall clock to within
-/// [`LAG_US`] behind it, and not ahead by a microsecond ([`gap_us`]).
-fn at_the_wall_clock_to_the_us(db: &Db, when: &str) {
-    let (low, high) = gap_us(db);
-    assert!(
-        low <= 0 && high >= -LAG_US,
-        "{when}: the server's clock is {low}..{high} µs ahead of the wall clock, not \
-         within {LAG_US} µs behind it"
     );
 }
